@@ -1,0 +1,229 @@
+"""The MobileMem-Omni release in its official layout, validated before anything is spent (DESIGN §3).
+
+`load_dataset` reads `data.jsonl`, `questions.jsonl` and the extracted `image/` folder (at the
+root or under `omni/`), checks every record, cross-reference and image reference, and either
+returns a `Dataset` or raises `DatasetError` listing every problem, one line each.
+
+Raw file shapes stay in `mobilemem.dataset_records`. Other modules see only views named for their
+reader: `CandidateSession` and `CandidateQuestion` have no reference fields at all;
+`JudgeQuestion` (the judge's view) has them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mobilemem.dataset_records import (
+    JsonLine,
+    QuestionRecord,
+    QuestionsRecord,
+    SessionRecord,
+    UserRecord,
+    parse_jsonl,
+    validate,
+    validate_sessions,
+)
+from mobilemem.errors import DatasetError
+from mobilemem.images import ImageIndex, ImageProblem, build_index, inspect_image
+
+DATASET_ID = "zjunlp/MobileMem-Omni"
+DATASET_REVISION = "989ba00900bddf4e0d4b0c7dd52f0840a7ee3a54"
+SELECTED_TYPE = "visual_reasoning"
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CandidateImage(_View):
+    image_id: str  # the original dialogue path string
+    path: str  # dataset-relative path of the resolved file
+    format: str
+
+
+class CandidateTurn(_View):
+    turn: int
+    role: Literal["user", "assistant"]
+    text: str | None = None
+    image: CandidateImage | None = None
+
+
+class CandidateSession(_View):
+    user_id: int
+    session_id: str
+    event_start_time: str
+    event_end_time: str
+    turns: list[CandidateTurn]
+
+
+class CandidateQuestion(_View):
+    user_id: int
+    question_id: str
+    question: str
+
+
+class JudgeQuestion(_View):
+    user_id: int
+    question_id: str
+    question: str
+    answer: str | list[str]
+    evidence: list[dict[str, Any]]
+    question_type: str
+    question_format: str | None
+    difficulty: str | None
+    language: str
+
+
+class ScheduledUser(_View):
+    user_id: int
+    language: str
+    sessions: list[CandidateSession]
+    questions: list[CandidateQuestion]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    root: Path  # the folder holding data.jsonl (the given path or its omni/ subfolder)
+    data_sha256: str
+    questions_sha256: str
+    users: list[ScheduledUser]
+    judge_questions: dict[str, JudgeQuestion]
+    users_in_file: int
+
+    def path_of(self, image: CandidateImage) -> Path:
+        return self.root / image.path
+
+
+def locate(root: Path) -> Path:
+    """The folder holding the release files: `root` itself or `root/omni`."""
+    for candidate in (root, root / "omni"):
+        if (candidate / "data.jsonl").is_file() and (candidate / "questions.jsonl").is_file():
+            return candidate
+    raise DatasetError([f"{root}: no data.jsonl and questions.jsonl here or under omni/ (is this the dataset folder?)"])
+
+
+def candidate_sessions(user_id: int, records: list[SessionRecord], index: ImageIndex, where: str,
+                       problems: list[str]) -> list[CandidateSession]:
+    """The user's sessions as the candidate sees them, by event_start_time then file order."""
+    ordered = sorted(enumerate(records), key=lambda pair: (pair[1].start, pair[0]))
+    sessions = []
+    for _, record in ordered:
+        turns = []
+        for turn in record.dialogue:
+            image = None
+            if turn.content_type == "image":
+                assert turn.image_inline is not None
+                image = _candidate_image(user_id, turn.image_inline, index, problems,
+                                         f"{where} session {record.session_id} turn {turn.turn}")
+            turns.append(CandidateTurn(turn=turn.turn, role=turn.role, image=image,
+                                       text=turn.content if turn.content_type == "text" else None))
+        sessions.append(CandidateSession(user_id=user_id, session_id=record.session_id, turns=turns,
+                                         event_start_time=record.event_start_time,
+                                         event_end_time=record.event_end_time))
+    return sessions
+
+
+def _candidate_image(user_id: int, ref: str, index: ImageIndex, problems: list[str], where: str) -> CandidateImage | None:
+    try:
+        path = index.resolve(user_id, ref)
+        info = inspect_image(path)
+    except ImageProblem as exc:
+        problems.append(f"{where}: {exc}" if str(exc).startswith("image") else f"{where}: image {ref!r} {exc}")
+        return None
+    dataset_root = index.root.parent
+    return CandidateImage(image_id=ref, path=path.relative_to(dataset_root).as_posix(), format=info.format)
+
+
+def select_questions(record: QuestionsRecord) -> list[tuple[CandidateQuestion, JudgeQuestion]]:
+    """The user's `visual_reasoning` questions in file order, as (candidate view, judge view)."""
+    return [(_candidate_question(record.uuid, q), _judge_question(record, q))
+            for q in record.questions if q.question_type == SELECTED_TYPE]
+
+
+def _candidate_question(user_id: int, q: QuestionRecord) -> CandidateQuestion:
+    return CandidateQuestion(user_id=user_id, question_id=q.question_id, question=q.question)
+
+
+def _judge_question(record: QuestionsRecord, q: QuestionRecord) -> JudgeQuestion:
+    return JudgeQuestion(user_id=record.uuid, question_id=q.question_id, question=q.question, answer=q.answer,
+                         evidence=q.evidence, question_type=q.question_type, question_format=q.question_format,
+                         difficulty=q.difficulty, language=q.language or record.language)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One user's line of a file: None record/sessions when it did not validate."""
+
+    line: JsonLine
+    record: Any
+    sessions: list[SessionRecord]
+
+
+def _read(path: Path, model: type[UserRecord] | type[QuestionsRecord], problems: list[str]) -> dict[int, _Entry]:
+    entries: dict[int, _Entry] = {}
+    for line in parse_jsonl(path, problems):
+        record = validate(line, model, problems)
+        uid = line.uuid
+        if uid is None:
+            continue  # the missing or invalid uuid is already reported
+        if uid in entries:
+            problems.append(f"{line.where}: user {uid} appears again (first at line {entries[uid].line.number})")
+            continue
+        sessions = validate_sessions(line, record, problems) if isinstance(record, UserRecord) else []
+        entries[uid] = _Entry(line=line, record=record, sessions=sessions)
+    return entries
+
+
+def _image_index(base: Path, problems: list[str]) -> ImageIndex | None:
+    image_root = base / "image"
+    if not image_root.is_dir():
+        problems.append(f"{image_root}: missing: extract the images first with "
+                        f"`python -m zipfile -e {base / 'image.zip'} {image_root}`")
+        return None
+    index = build_index(image_root, base)
+    problems.extend(f"{p.relative_to(base)}: is a symbolic link pointing outside the dataset" for p in index.escapes)
+    return index
+
+
+def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questions: int | None = None) -> Dataset:
+    """Validate the whole release and build the views; raise `DatasetError` with every problem."""
+    base = locate(Path(root))
+    problems: list[str] = []
+    user_entries = _read(base / "data.jsonl", UserRecord, problems)
+    question_entries = _read(base / "questions.jsonl", QuestionsRecord, problems)
+    for uid, entry in question_entries.items():
+        if uid not in user_entries:
+            problems.append(f"{entry.line.where} user {uid}: has questions but is not in data.jsonl")
+    problems.extend(f"--users: user {uid} is not in data.jsonl" for uid in users or () if uid not in user_entries)
+
+    wanted = set(users) if users is not None else set(user_entries)
+    selected = {uid: pairs for uid, entry in question_entries.items()
+                if uid in wanted and uid in user_entries and entry.record is not None
+                and (pairs := select_questions(entry.record)[:limit_questions])}
+    index = _image_index(base, problems) if selected else None
+
+    scheduled = []
+    for uid in sorted(selected, key=lambda u: user_entries[u].line.number):
+        entry = user_entries[uid]
+        if entry.record is None:
+            continue  # already reported; nothing valid to check further
+        sessions = (candidate_sessions(uid, entry.sessions, index, f"{entry.line.where} user {uid}", problems)
+                    if index else [])
+        scheduled.append(ScheduledUser(user_id=uid, language=entry.record.language, sessions=sessions,
+                                       questions=[c for c, _ in selected[uid]]))
+    if problems:
+        raise DatasetError(problems)
+    return Dataset(root=base, data_sha256=_sha256(base / "data.jsonl"),
+                   questions_sha256=_sha256(base / "questions.jsonl"), users=scheduled,
+                   judge_questions={j.question_id: j for pairs in selected.values() for _, j in pairs},
+                   users_in_file=len(user_entries))

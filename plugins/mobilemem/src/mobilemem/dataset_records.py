@@ -1,0 +1,219 @@
+"""Raw shapes of the release's JSONL files and the line reader that reports every problem.
+
+Only `mobilemem.dataset` uses these. Fields the runner never uses (profiles, summaries, memory
+points, statistics) are not modelled and so cannot reach any view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+MAX_PROBLEMS_PER_LINE = 20
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def _safe_id(value: str) -> str:
+    if not _SAFE_ID.match(value):
+        raise ValueError("must be 1-128 letters, digits, '_', '.' or '-' (it becomes a file name)")
+    return value
+
+
+def _dataset_time(value: str) -> str:
+    datetime.strptime(value, TIME_FORMAT)  # raises ValueError with the reason
+    return value
+
+
+def _answer(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+    return value
+
+
+SafeId = Annotated[str, AfterValidator(_safe_id)]
+DatasetTime = Annotated[str, AfterValidator(_dataset_time)]
+Language = Literal["en", "Chinese"]
+
+
+class _Raw(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+
+class TurnRecord(_Raw):
+    turn: int = Field(ge=1)
+    role: Literal["user", "assistant"]
+    content_type: Literal["text", "image"]
+    content: str | None = None
+    image_inline: str | None = None
+
+    @model_validator(mode="after")
+    def _has_payload(self) -> TurnRecord:
+        if self.content_type == "text" and self.content is None:
+            raise ValueError("a text turn needs `content`")
+        if self.content_type == "image" and not self.image_inline:
+            raise ValueError("an image turn needs `image_inline`")
+        return self
+
+
+class SessionRecord(_Raw):
+    session_id: SafeId
+    event_start_time: DatasetTime
+    event_end_time: DatasetTime
+    dialogue: list[TurnRecord]
+
+    @property
+    def start(self) -> datetime:
+        return datetime.strptime(self.event_start_time, TIME_FORMAT)
+
+
+class UserRecord(_Raw):
+    """A user line; its sessions are validated one by one (`validate_sessions`) so that one bad
+    session does not hide the problems of the others."""
+
+    uuid: int = Field(ge=0)
+    language: Language
+    sessions: list[Any]
+
+
+class QuestionRecord(_Raw):
+    question_id: SafeId
+    question: str = Field(min_length=1)
+    answer: Annotated[str | list[str], BeforeValidator(_answer)]
+    question_type: str
+    question_format: str | None = None
+    difficulty: str | None = None
+    language: str | None = None
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class QuestionsRecord(_Raw):
+    uuid: int = Field(ge=0)
+    language: Language
+    questions: list[QuestionRecord]
+
+    @model_validator(mode="after")
+    def _unique_questions(self) -> QuestionsRecord:
+        ids = [q.question_id for q in self.questions]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"question ids repeat: {', '.join(duplicates)}")
+        return self
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    number: int
+    where: str
+    raw: Any
+
+    @property
+    def uuid(self) -> int | None:
+        value = self.raw.get("uuid") if isinstance(self.raw, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _index_label(items: Any, i: int, key: str, kind: type) -> str:
+    """The item's own id (`key`) if it has the right type, else its 1-based position."""
+    value = items[i].get(key) if isinstance(items, list) and isinstance(items[i], dict) else None
+    return str(value) if isinstance(value, kind) and not isinstance(value, bool) else f"#{i + 1}"
+
+
+def _context(raw: Any, loc: tuple[Any, ...]) -> str:
+    """' session 3_7 turn 12' for a location inside sessions[i].dialogue[j], else ''."""
+    try:
+        if loc[:1] == ("sessions",) and isinstance(loc[1], int):
+            session = raw["sessions"][loc[1]]
+            text = f" session {_index_label(raw['sessions'], loc[1], 'session_id', str)}"
+            if loc[2:3] == ("dialogue",) and isinstance(loc[3], int):
+                text += f" turn {_index_label(session['dialogue'], loc[3], 'turn', int)}"
+            return text
+        if loc[:1] == ("questions",) and isinstance(loc[1], int):
+            return f" question {_index_label(raw['questions'], loc[1], 'question_id', str)}"
+    except (KeyError, IndexError, TypeError):
+        pass
+    return ""
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith(("function-", "str", "list[", "int", "float")) or "validator" in part:
+            continue  # union-branch and validator names pydantic inserts: not part of the file
+        else:
+            out += f".{part}" if out else part
+    return out or "(record)"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "missing":
+        return "field required"
+    value = error.get("input")
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return f"{message} (got {shown[:80]})"
+
+
+def parse_jsonl(path: Path, problems: list[str]) -> list[JsonLine]:
+    """Every non-blank line of `path` as parsed JSON; unreadable lines become problems."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(f"{path.name}: cannot be read: {exc.strerror}")
+        return []
+    lines = []
+    for number, chunk in enumerate(data.split(b"\n"), start=1):
+        where = f"{path.name}:{number}"
+        if not chunk.strip():
+            continue
+        try:
+            lines.append(JsonLine(number=number, where=where, raw=json.loads(chunk.decode("utf-8"))))
+        except UnicodeDecodeError as exc:
+            problems.append(f"{where}: not UTF-8 text (byte {exc.start}: {chunk[exc.start:exc.start + 1]!r})")
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: not valid JSON: {exc.msg} at column {exc.colno}")
+        except RecursionError:
+            problems.append(f"{where}: JSON nested too deeply to read")
+    return lines
+
+
+def validate(line: JsonLine, model: type[M], problems: list[str], *, value: Any = None,
+             loc: tuple[Any, ...] = ()) -> M | None:
+    """Validate `value` (default: the whole line) found at `loc` in the line; report each error."""
+    try:
+        return model.model_validate(line.raw if value is None else value)
+    except ValidationError as exc:
+        user = f" user {line.uuid}" if line.uuid is not None else ""
+        errors = exc.errors()
+        for error in errors[:MAX_PROBLEMS_PER_LINE]:
+            full = (*loc, *error["loc"])
+            problems.append(f"{line.where}{user}{_context(line.raw, full)}: {_field(full)}: {_describe(error)}")
+        if len(errors) > MAX_PROBLEMS_PER_LINE:
+            problems.append(f"{line.where}{user}: ... and {len(errors) - MAX_PROBLEMS_PER_LINE} more problems")
+        return None
+
+
+def validate_sessions(line: JsonLine, user: UserRecord, problems: list[str]) -> list[SessionRecord]:
+    """The user's valid sessions, each validated on its own (so their images can still be checked)."""
+    sessions = [validate(line, SessionRecord, problems, value=raw, loc=("sessions", i))
+                for i, raw in enumerate(user.sessions)]
+    valid = [s for s in sessions if s is not None]
+    seen: set[str] = set()
+    for session in valid:
+        if session.session_id in seen:
+            problems.append(f"{line.where} user {user.uuid} session {session.session_id}: session id repeats")
+        seen.add(session.session_id)
+    return valid

@@ -1,0 +1,147 @@
+"""Exception hierarchy and the one place where an exception becomes an error record.
+
+    MobilememError
+     ├── ConfigError        bad configuration file, key, type or flag
+     ├── DatasetError       preflight found problems (carries every one of them)
+     ├── WorkspaceEscape    a tool path that would leave the user's memory folder
+     └── ModelCallError     a model request failed (HTTP status, timeout, broken stream)
+
+`error_record(exc, stage=..., ...)` turns any exception into an `ErrorLine`: a sanitized reason
+and the (file, line, function) of each stack frame, never frame locals. `sanitize` scrubs API keys,
+Authorization headers, credentials in URLs and base64 payloads out of any text.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import traceback
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mobilemem.records import ErrorLine, ErrorStage
+
+
+class MobilememError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class ConfigError(MobilememError):
+    """A configuration file, key, value or command-line flag is wrong."""
+
+
+class DatasetError(MobilememError):
+    """Preflight found problems; `problems` holds one line per problem."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        header = f"the dataset cannot be evaluated: {count} problem{'s' if count != 1 else ''}"
+        super().__init__("\n".join([header, *self.problems]))
+
+
+class WorkspaceEscape(MobilememError):
+    """A path given to a memory tool would leave the user's memory folder."""
+
+
+class ModelCallError(MobilememError):
+    """A model request failed: HTTP error status, timeout, reset or malformed body."""
+
+
+REDACTED = "[redacted]"
+MAX_REASON_CHARS = 2_000
+
+_known_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+_SCRUBBERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # data URIs and long base64 runs (image payloads)
+    (re.compile(r"data:[\w.+/-]+;base64,[A-Za-z0-9+/=_-]*"), f"data:{REDACTED}"),
+    (re.compile(r"[A-Za-z0-9+/]{200,}={0,2}"), REDACTED),
+    # header-style and assignment-style credentials
+    (re.compile(r"(?i)\b(authorization|proxy-authorization)(['\"]?\s*[:=]\s*['\"]?)[^'\",}\n]+"), rf"\1\2{REDACTED}"),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), f"Bearer {REDACTED}"),
+    (
+        re.compile(r"(?i)\b(api[_-]?key|x-api-key|access[_-]?token|secret|password)(['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}&]+"),
+        rf"\1\2{REDACTED}",
+    ),
+    # user:password@ in URLs
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@"), rf"\1{REDACTED}@"),
+    # well-known key shapes
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
+)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a credential so that `sanitize` removes it verbatim wherever it shows up."""
+    if value and len(value) >= 4:
+        with _secrets_lock:
+            _known_secrets.add(value)
+
+
+def sanitize(text: str) -> str:
+    """Return `text` without credentials or base64 payloads, cut to a readable length."""
+    with _secrets_lock:
+        secrets = sorted(_known_secrets, key=len, reverse=True)
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    for pattern, replacement in _SCRUBBERS:
+        text = pattern.sub(replacement, text)
+    if len(text) > MAX_REASON_CHARS:
+        text = text[:MAX_REASON_CHARS] + " [cut]"
+    return text
+
+
+def describe(exc: BaseException) -> str:
+    """A sanitized one-line reason: the exception's class and message, with its causes."""
+    parts = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        message = str(current).strip()
+        parts.append(f"{type(current).__name__}: {message}" if message else type(current).__name__)
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return sanitize(" <- ".join(parts))
+
+
+def _frames(exc: BaseException) -> list[tuple[str, int, str]]:
+    return [
+        (Path(frame.filename).name if "site-packages" not in frame.filename else _short(frame.filename),
+         frame.lineno or 0, frame.name)
+        for frame in traceback.extract_tb(exc.__traceback__)
+    ]
+
+
+def _short(filename: str) -> str:
+    return filename.split("site-packages/", 1)[-1]
+
+
+def error_record(
+    exc: BaseException,
+    *,
+    stage: ErrorStage,
+    user_id: int | None = None,
+    session_id: str | None = None,
+    question_id: str | None = None,
+    image_paths: Iterable[str] = (),
+) -> ErrorLine:
+    """Turn an exception into the errors.jsonl record of DESIGN §8."""
+    from mobilemem.records import ErrorLine, StackFrame
+
+    return ErrorLine(
+        id=uuid.uuid4().hex,
+        time=datetime.now(UTC),
+        stage=stage,
+        user_id=user_id,
+        session_id=session_id,
+        question_id=question_id,
+        image_paths=list(image_paths),
+        error_type=type(exc).__name__,
+        reason=describe(exc),
+        frames=[StackFrame(file=f, line=n, function=fn) for f, n, fn in _frames(exc)],
+    )

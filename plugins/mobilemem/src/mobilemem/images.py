@@ -1,0 +1,175 @@
+"""Finding, checking and preparing the dataset's images (DESIGN §3).
+
+A reference such as `image/uid0/camera photos/0_event_0.png` is resolved by (user, basename) only:
+its folder parts are published aliases and are never followed. The extracted `image/` folder is
+walked once; every file under a `uid<N>` folder is indexed by its name and, for names that
+`python -m zipfile -e` decoded as cp437 from GBK bytes, also by the repaired name.
+Formats are detected from the bytes. Images go to the model unchanged, except MPO files, which
+are sent as their first picture converted to PNG.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import unicodedata
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from PIL import Image
+
+SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
+                     "MPO": "image/png"}
+_USER_DIR = re.compile(r"^uid(\d+)$")
+
+
+class ImageProblem(Exception):
+    """An image reference or file that cannot be used; the message names the reason."""
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    format: str
+    width: int
+    height: int
+    size: int
+
+
+@dataclass(frozen=True)
+class ModelImage:
+    """What the model receives for one image: bytes, media type and the file name to save it as."""
+
+    data: bytes
+    media_type: str
+    filename: str
+
+
+@dataclass
+class ImageIndex:
+    """Extracted image files by (user, normalised basename); built once per dataset."""
+
+    root: Path
+    files: dict[tuple[int, str], list[Path]] = field(default_factory=lambda: defaultdict(list))
+    escapes: list[Path] = field(default_factory=list)
+
+    def resolve(self, user_id: int, reference: str) -> Path:
+        """The one file that `reference` names for `user_id`, or `ImageProblem`."""
+        name = reference_basename(reference)
+        matches = self.files.get((user_id, name), [])
+        if not matches:
+            raise ImageProblem(f"image {reference!r} matches no file under uid{user_id}/ in {self.root.name}/")
+        if len(matches) > 1:
+            listed = ", ".join(sorted(str(p.relative_to(self.root)) for p in matches))
+            raise ImageProblem(f"image {reference!r} matches {len(matches)} files: {listed}")
+        return matches[0]
+
+
+def _normal(name: str) -> str:
+    return unicodedata.normalize("NFC", name)
+
+
+def reference_basename(reference: str) -> str:
+    """The file name a reference points at; its folder parts are ignored, never followed."""
+    if "\x00" in reference or any(ord(ch) < 32 for ch in reference):
+        raise ImageProblem(f"image reference {reference!r} contains control characters")
+    name = reference.replace("\\", "/").rsplit("/", 1)[-1]
+    if name in {"", ".", ".."}:
+        raise ImageProblem(f"image reference {reference!r} names no file")
+    return _normal(name)
+
+
+def _name_variants(name: str) -> set[str]:
+    """The name as extracted, plus GBK names that zipfile decoded as cp437 (no UTF-8 flag)."""
+    variants = {_normal(name)}
+    try:
+        raw = name.encode("cp437")
+    except UnicodeEncodeError:
+        return variants
+    for encoding in ("gbk", "utf-8"):
+        try:
+            variants.add(_normal(raw.decode(encoding)))
+        except UnicodeDecodeError:
+            pass
+    return variants
+
+
+def build_index(image_root: Path, dataset_root: Path) -> ImageIndex:
+    """Walk `image_root` once (never following links) and index every file under `uid<N>/`."""
+    index = ImageIndex(root=image_root)
+    real_dataset = dataset_root.resolve()
+    for folder, dirs, names in os.walk(image_root, followlinks=False):
+        here = Path(folder)
+        rel_parts = here.relative_to(image_root).parts
+        user_id = next((int(m.group(1)) for part in reversed(rel_parts) if (m := _USER_DIR.match(part))), None)
+        for name in [*names, *dirs]:
+            path = here / name
+            if path.is_symlink() and not path.resolve().is_relative_to(real_dataset):
+                index.escapes.append(path)
+                continue
+            if name in dirs or user_id is None:
+                continue
+            for variant in _name_variants(name):
+                index.files[(user_id, variant)].append(path)
+    return index
+
+
+def _check_trailer(path: Path, fmt: str, size: int) -> None:
+    with path.open("rb") as handle:
+        handle.seek(max(0, size - 16))
+        tail = handle.read()
+    truncated = (
+        (fmt in {"JPEG", "MPO"} and b"\xff\xd9" not in tail)
+        or (fmt == "PNG" and b"IEND" not in tail)
+        or (fmt == "GIF" and not tail.endswith(b";"))
+    )
+    if fmt == "WEBP":
+        with path.open("rb") as handle:
+            header = handle.read(8)
+        truncated = int.from_bytes(header[4:8], "little") + 8 > size
+    if truncated:
+        raise ImageProblem(f"is a truncated {fmt} file (its end marker is missing)")
+
+
+def inspect_image(path: Path) -> ImageInfo:
+    """Check that `path` is a complete image of a supported format within Pillow's bomb limit."""
+    if path.is_symlink() or not path.is_file():
+        raise ImageProblem("is not a regular file")
+    size = path.stat().st_size
+    if size == 0:
+        raise ImageProblem("is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                fmt, (width, height) = img.format or "", img.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ImageProblem(f"exceeds Pillow's decompression-bomb limit: {exc}") from None
+    except (OSError, ValueError, SyntaxError) as exc:
+        detail = str(exc).replace(str(path), path.name)
+        raise ImageProblem(f"is not a readable image ({type(exc).__name__}: {detail})") from None
+    if fmt not in SUPPORTED_FORMATS:
+        raise ImageProblem(f"has format {fmt or 'unknown'}, which is not supported ({', '.join(SUPPORTED_FORMATS)} are)")
+    _check_trailer(path, fmt, size)
+    return ImageInfo(format=fmt, width=width, height=height, size=size)
+
+
+def image_for_model(path: Path, name: str | None = None) -> ModelImage:
+    """The bytes sent to the model: unchanged, except MPO -> PNG of its first picture.
+
+    `name` is the file name to save it as (default: the file's own name); pass the reference's
+    basename so that names zipfile extracted as mojibake are saved under their real name.
+    """
+    name = name or path.name
+    data = path.read_bytes()
+    with Image.open(io.BytesIO(data)) as img:
+        fmt = img.format or ""
+        if fmt != "MPO":
+            return ModelImage(data=data, media_type=SUPPORTED_FORMATS[fmt], filename=name)
+        img.seek(0)
+        frame = img if img.mode in {"RGB", "L"} else img.convert("RGB")
+        out = io.BytesIO()
+        frame.save(out, format="PNG")
+    return ModelImage(data=out.getvalue(), media_type="image/png", filename=f"{PurePosixPath(name).stem}.png")

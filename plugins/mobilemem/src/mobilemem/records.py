@@ -1,0 +1,288 @@
+"""Every file of the run directory (DESIGN §5), one pydantic model each.
+
+A model is named for its file (`answer-response.json` -> `AnswerResponseFile`, a JSONL line ->
+`...Line`). All are frozen, refuse unknown fields and carry `schema_version`; bump it when a field is
+renamed, removed or changes meaning, and upgrade older shapes in a `mode="before"` validator.
+Run timestamps are UTC; dataset times stay the verbatim naive strings of the dataset. Unknown is
+`null`, never 0. No model has a field for credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+
+SCHEMA_VERSION = 1
+
+ErrorStage = Literal["ingest", "index", "answer", "judge", "run", "cleanup"]
+GapStage = Literal["history", "index", "answer", "judge"]
+RunState = Literal["running", "completed", "interrupted"]
+FinishedReason = Literal["completed", "exceed_max_iters", "interrupted"]
+Label = Literal["CORRECT", "WRONG"]
+
+
+class RecordBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: Literal[1] = SCHEMA_VERSION
+
+
+class Timed(RecordBase):
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+
+
+# --- errors.jsonl, cleanup-errors.jsonl, error.json ---------------------------------------------
+
+
+class StackFrame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str
+    line: int
+    function: str
+
+
+class ErrorLine(RecordBase):
+    """One technical error event; `id` is what error.json points at."""
+
+    id: str
+    time: AwareDatetime
+    stage: ErrorStage
+    user_id: int | None = None
+    session_id: str | None = None
+    question_id: str | None = None
+    image_paths: list[str] = Field(default_factory=list, description="dataset-relative")
+    error_type: str
+    reason: str = Field(description="sanitized: no credentials, headers or payloads")
+    frames: list[StackFrame] = Field(default_factory=list)
+
+
+class ErrorFile(RecordBase):
+    """Why a selected question has no score."""
+
+    user_id: int
+    question_id: str
+    stage: GapStage
+    reason: str
+    error_id: str | None = Field(description="id of the errors.jsonl line that caused the gap")
+
+
+# --- usage (policy version 2, DESIGN §7.1) -------------------------------------------------------
+
+
+class ObservedRequest(BaseModel):
+    """One HTTP exchange of a model role, as seen by the usage recorder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    status: int | None = Field(description="HTTP status; null when no response arrived")
+    success: bool = Field(description="2xx and the body was read completely")
+    streamed: bool
+    compression: bool = False
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    error: str | None = None
+
+
+class UsageCounter(BaseModel):
+    """A token counter: `value` is null when no observed response reported it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value: int | None = None
+    reported_by: int = 0
+    observed: int = 0
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    policy_version: Literal[2] = 2
+    requests: int = 0
+    successful_requests: int = 0
+    prompt_tokens: UsageCounter = UsageCounter()
+    completion_tokens: UsageCounter = UsageCounter()
+    total_tokens: UsageCounter = UsageCounter()
+    reasoning_tokens: UsageCounter = UsageCounter()
+    cached_tokens: UsageCounter = UsageCounter()
+    tokens: UsageCounter = Field(default=UsageCounter(), description="total, or prompt + completion")
+
+
+# --- run.json, judge-settings.json ---------------------------------------------------------------
+
+
+class RunFile(RecordBase):
+    args: dict[str, JsonValue]
+    config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
+    package_versions: dict[str, str]
+    git_commit: str | None
+    git_dirty: bool | None
+    dataset_path: str
+    dataset_revision: str | None
+    data_sha256: str
+    questions_sha256: str
+    prompt_sha256: dict[str, str]
+    started_at: AwareDatetime
+    finished_at: AwareDatetime | None = None
+    flow_run_id: str | None = None
+    simulated: bool
+    state: RunState
+
+
+class JudgeSettingsFile(RecordBase):
+    model: str
+    model_from_env: bool = Field(description="JUDGE_MODEL_NAME set the model")
+    temperature: float
+    extra_body: dict[str, JsonValue]
+    max_tokens: int
+    stream: bool
+    rubric: str
+    rubric_sha256: str
+    protocol: str
+    parser_version: int
+
+
+# --- per user ------------------------------------------------------------------------------------
+
+
+class SessionFile(Timed):
+    user_id: int
+    session_id: str
+    success: bool
+    notes_written: list[str] = Field(default_factory=list, description="workspace-relative paths")
+    finished_reason: FinishedReason | None = None
+    usage: Usage
+    requests: list[ObservedRequest]
+    error_id: str | None = None
+    error: str | None = None
+
+
+class IndexResponseFile(Timed):
+    user_id: int
+    success: bool
+    documents: int = 0
+    chunks: int = 0
+    build_seconds: float | None = None
+    error_id: str | None = None
+    error: str | None = None
+
+
+class MemoryUsageFile(RecordBase):
+    user_id: int
+    sessions: int
+    usage: Usage
+
+
+class DialogLine(RecordBase):
+    """One line of `memory/session/dialog/<sid>.jsonl`, written by the runner."""
+
+    line: int
+    role: Literal["user", "assistant"]
+    time: str
+    text: str | None = None
+    image_id: str | None = None
+    saved_as: str | None = Field(default=None, description="memory-relative path of the saved image")
+
+
+# --- per question --------------------------------------------------------------------------------
+
+
+class JobFile(RecordBase):
+    """Exactly what the candidate saw of a question."""
+
+    user_id: int
+    question_id: str
+    question: str
+
+
+class ToolCallRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    ok: bool
+    error: str | None = None
+
+
+class AnswerResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    success: bool
+    answer: str | None
+    finished_reason: FinishedReason | None
+    truncated: bool = False
+    iterations: int = 0
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    trajectory_path: str | None = None
+    error: str | None = None
+
+
+class AnswerResponseFile(Timed):
+    user_id: int
+    question_id: str
+    response: AnswerResponse | None = Field(description="null when the call raised")
+    usage: Usage
+    requests: list[ObservedRequest]
+    latency_s: float
+
+
+class JudgmentFile(Timed):
+    user_id: int
+    question_id: str
+    success: bool
+    label: Label | None
+    decided_by: Literal["json", "embedded_json", "words"] | None
+    raw_reply: str | None
+    usage: Usage = Field(description="judge usage: never part of the run's totals")
+    requests: list[ObservedRequest]
+    error: str | None = None
+
+
+class MetricsFile(RecordBase):
+    user_id: int
+    question_id: str
+    llm_judge: Literal[0, 1]
+    f1: float
+    bleu1: float
+    reference: str = Field(description="the reference the scores were computed against")
+
+
+# --- run-level results ---------------------------------------------------------------------------
+
+
+class ResultLine(RecordBase):
+    user_id: int
+    question_id: str
+    language: str
+    difficulty: str | None
+    status: Literal["scored", "history", "index", "answer", "judge"]
+    prediction: str | None
+    gold: str | list[str]
+    label: Label | None
+    f1: float | None
+    bleu1: float | None
+    answer_tokens: int | None
+    answer_latency_s: float | None
+
+
+class Score(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    scored: int
+    accuracy: float | None
+    f1: float | None
+    bleu1: float | None
+
+
+class SummaryFile(RecordBase):
+    simulated: bool
+    state: RunState
+    expected: int
+    answered: int
+    judged: int
+    scored: int
+    overall: Score
+    by_language: dict[str, Score]
+    by_difficulty: dict[str, Score]
+    gaps: dict[str, dict[str, int]] = Field(description="stage -> reason -> count")
+    usage: dict[str, Any]
+    cleanup_error_count: int

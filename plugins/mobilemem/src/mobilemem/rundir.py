@@ -1,0 +1,179 @@
+"""Paths of the run directory (DESIGN §5) and the only code that writes its JSON files.
+
+Nothing else builds run-directory paths by concatenation: ask `RunDir`, `UserDir`, `QuestionDir`.
+Every JSON file is written atomically (temporary file in the same folder, fsync, `os.replace`);
+JSONL files are appended one whole line per `write()` under one process-wide lock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from mobilemem.errors import ConfigError
+from mobilemem.records import ErrorLine, RecordBase
+
+R = TypeVar("R", bound=BaseModel)
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+_append_lock = threading.Lock()
+
+
+def model_dir_name(model: str) -> str:
+    """The run folder's name for a model: every character outside [A-Za-z0-9._-] becomes `_`."""
+    name = _SAFE_NAME.sub("_", model)
+    return "_" * len(name) if set(name) <= {"."} else name
+
+
+@dataclass(frozen=True)
+class QuestionDir:
+    root: Path
+
+    @property
+    def job(self) -> Path:
+        return self.root / "job.json"
+
+    @property
+    def answer_response(self) -> Path:
+        return self.root / "answer-response.json"
+
+    @property
+    def judgment(self) -> Path:
+        return self.root / "judgment.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def error(self) -> Path:
+        return self.root / "error.json"
+
+
+@dataclass(frozen=True)
+class UserDir:
+    root: Path
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    def session(self, session_id: str) -> Path:
+        return self.sessions / f"{session_id}.json"
+
+    @property
+    def index_response(self) -> Path:
+        return self.root / "index-response.json"
+
+    @property
+    def memory_usage(self) -> Path:
+        return self.root / "memory_usage.json"
+
+    def question(self, question_id: str) -> QuestionDir:
+        return QuestionDir(self.root / "questions" / question_id)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @classmethod
+    def for_output(cls, output: Path, model: str) -> RunDir:
+        return cls(Path(output) / "mobilemem" / model_dir_name(model))
+
+    def create(self) -> None:
+        """Create the run folder; refuse (changing nothing) if it already exists."""
+        if self.root.exists():
+            raise ConfigError(f"{self.root} already exists: choose another --output or remove it")
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir()
+        except FileExistsError:
+            raise ConfigError(f"{self.root} already exists: choose another --output or remove it") from None
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def judge_settings(self) -> Path:
+        return self.root / "judge-settings.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.jsonl"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "run.log"
+
+    @property
+    def errors(self) -> Path:
+        return self.root / "errors.jsonl"
+
+    @property
+    def cleanup_errors(self) -> Path:
+        return self.root / "cleanup-errors.jsonl"
+
+    def user(self, user_id: int) -> UserDir:
+        return UserDir(self.root / "users" / str(user_id))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see either the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(path: Path, record: RecordBase) -> None:
+    write_bytes_atomic(path, record.model_dump_json(indent=2).encode() + b"\n")
+
+
+def read_record(path: Path, model: type[R]) -> R:
+    return model.model_validate_json(path.read_bytes())
+
+
+def append_line(path: Path, record: BaseModel) -> None:
+    """Append one JSON line with a single `write()`; safe across threads of this process."""
+    data = record.model_dump_json().encode() + b"\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _append_lock:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+
+def append_error(run: RunDir, line: ErrorLine) -> None:
+    append_line(run.cleanup_errors if line.stage == "cleanup" else run.errors, line)
+
+
+def read_lines(path: Path, model: type[R]) -> list[R]:
+    if not path.exists():
+        return []
+    return [model.model_validate_json(line) for line in path.read_bytes().splitlines() if line.strip()]

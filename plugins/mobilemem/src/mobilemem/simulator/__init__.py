@@ -1,0 +1,1 @@
+"""Local OpenAI-compatible model simulator (DESIGN §9)."""

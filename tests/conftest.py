@@ -1,0 +1,30 @@
+"""Shared fixtures: the generated sample dataset, extracted exactly as users extract it."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+
+from generate_sample import MARKER, generate  # noqa: E402
+
+__all__ = ["MARKER", "ROOT"]
+
+
+@pytest.fixture(scope="session")
+def sample_root(tmp_path_factory) -> Path:
+    """The default sample (as committed), generated and extracted once per test session. Read-only."""
+    out = tmp_path_factory.mktemp("sample") / "MobileMem-Omni"
+    generate(out, extract=True)
+    return out
+
+
+@pytest.fixture
+def sample_copy(sample_root, tmp_path) -> Path:
+    """A private copy of the extracted sample that a test may break."""
+    target = tmp_path / "MobileMem-Omni"
+    shutil.copytree(sample_root, target, symlinks=True)
+    return target

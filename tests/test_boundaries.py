@@ -1,0 +1,51 @@
+"""The import rules of STYLE.md §1, checked on the source, and the judge's isolation at run time."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+PLUGINS = {
+    "mobilemem": ROOT / "plugins" / "mobilemem" / "src" / "mobilemem",
+    "mobilemem_judge": ROOT / "plugins" / "mobilemem-judge" / "src" / "mobilemem_judge",
+}
+
+
+def _imports(package_dir: Path) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in package_dir.rglob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def _offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{file}: {name}" for file, names in _imports(PLUGINS[package]).items() for name in names
+            if name.split(".")[0] in forbidden or any(name.startswith(f + ".") or name == f for f in forbidden)]
+
+
+def test_plugins_never_import_prefect_tasks_or_flows():
+    for package in PLUGINS:
+        assert _offenders(package, ("prefect", "tasks", "flows")) == []
+
+
+def test_mobilemem_never_imports_the_judge():
+    assert _offenders("mobilemem", ("mobilemem_judge",)) == []
+
+
+def test_judge_never_imports_the_candidate():
+    assert _offenders("mobilemem_judge", ("mobilemem.candidate",)) == []
+
+
+def test_importing_mobilemem_is_light():
+    code = "import sys, mobilemem, mobilemem_judge; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
+           "{'agentscope', 'prefect', 'openai', 'bm25s', 'mobilemem'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "mobilemem.candidate" not in out and "agentscope" not in out and "prefect" not in out

@@ -1,0 +1,79 @@
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from mobilemem.errors import ConfigError
+from mobilemem.records import ErrorLine, JobFile
+from mobilemem.rundir import RunDir, append_error, model_dir_name, read_lines, read_record, write_record
+
+
+def test_model_dir_name_replaces_unsafe_characters():
+    assert model_dir_name("qwen3.8-max") == "qwen3.8-max"
+    assert model_dir_name("org/model:latest v2") == "org_model_latest_v2"
+    assert model_dir_name("..") == "__"
+
+
+def test_paths_come_from_the_run_dir(tmp_path):
+    run = RunDir.for_output(tmp_path, "a/b")
+    assert run.root == tmp_path / "mobilemem" / "a_b"
+    q = run.user(3).question("3_q_1")
+    assert q.answer_response == run.root / "users" / "3" / "questions" / "3_q_1" / "answer-response.json"
+    assert run.user(3).session("3_7") == run.root / "users" / "3" / "sessions" / "3_7.json"
+
+
+def test_existing_run_dir_is_refused_untouched(tmp_path):
+    run = RunDir.for_output(tmp_path, "m")
+    run.create()
+    (run.root / "keep.txt").write_text("x")
+    with pytest.raises(ConfigError, match="already exists"):
+        run.create()
+    assert [p.name for p in run.root.iterdir()] == ["keep.txt"]
+
+
+def test_write_record_round_trips_and_leaves_no_temp_files(tmp_path):
+    path = tmp_path / "q" / "job.json"
+    job = JobFile(user_id=1, question_id="1_q_1", question="What colour?")
+    write_record(path, job)
+    write_record(path, job)
+    assert read_record(path, JobFile) == job
+    assert [p.name for p in path.parent.iterdir()] == ["job.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "job.json"
+    write_record(path, JobFile(user_id=1, question_id="1_q_1", question="old"))
+
+    class Exploding(JobFile):
+        def model_dump_json(self, **kwargs):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_record(path, Exploding(user_id=1, question_id="1_q_1", question="new"))
+    assert read_record(path, JobFile).question == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["job.json"]
+
+
+def test_records_refuse_unknown_fields_and_newer_versions():
+    with pytest.raises(ValueError):
+        JobFile.model_validate({"user_id": 1, "question_id": "q", "question": "x", "answer": "leak"})
+    with pytest.raises(ValueError):
+        JobFile.model_validate({"schema_version": 2, "user_id": 1, "question_id": "q", "question": "x"})
+
+
+def _line(i: int, stage: str = "answer") -> ErrorLine:
+    return ErrorLine(id=f"e{i}", time=datetime.now(UTC), stage=stage, error_type="X", reason="r" * 5000)
+
+
+def test_error_appends_are_whole_lines_under_concurrency(tmp_path):
+    run = RunDir(tmp_path)
+    threads = [threading.Thread(target=lambda i=i: [append_error(run, _line(i * 100 + k)) for k in range(50)])
+               for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = read_lines(run.errors, ErrorLine)
+    assert sorted(line.id for line in lines) == sorted(f"e{i * 100 + k}" for i in range(8) for k in range(50))
+    append_error(run, _line(1, stage="cleanup"))
+    assert [line.id for line in read_lines(run.cleanup_errors, ErrorLine)] == ["e1"]
