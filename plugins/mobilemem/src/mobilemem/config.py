@@ -27,28 +27,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class CandidatePreset(_Section):
+class RequestPreset(_Section):
+    """What every model role sends with each request."""
+
     temperature: float = Field(ge=0)
     extra_body: dict[str, JsonValue]
     stream: bool
     max_tokens: int = Field(gt=0)
+    request_timeout_s: float = Field(gt=0)
+
+
+class CandidatePreset(RequestPreset):
     context_size: int = Field(gt=0)
     max_images: int = Field(gt=0)
     trigger_ratio: float = Field(gt=0, le=1)
     reserve_ratio: float = Field(ge=0, lt=1)
     max_iters: int = Field(gt=0)
-    request_timeout_s: float = Field(gt=0)
     answer_timeout_s: float = Field(gt=0)
 
 
-class JudgePreset(_Section):
+class JudgePreset(RequestPreset):
     model: str = Field(min_length=1)
-    temperature: float = Field(ge=0)
-    extra_body: dict[str, JsonValue]
-    stream: bool
-    max_tokens: int = Field(gt=0)
     rubric: str = Field(min_length=1)
-    request_timeout_s: float = Field(gt=0)
 
 
 class Config(_Section):
