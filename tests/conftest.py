@@ -1,10 +1,14 @@
-"""Shared fixtures: the generated sample dataset, extracted exactly as users extract it."""
+"""Shared fixtures: the generated sample dataset (extracted exactly as users extract it) and the
+local OpenAI-compatible simulator (one server per test session, reset around every test)."""
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from mobilemem.simulator import Simulator, start_simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -28,3 +32,17 @@ def sample_copy(sample_root, tmp_path) -> Path:
     target = tmp_path / "MobileMem-Omni"
     shutil.copytree(sample_root, target, symlinks=True)
     return target
+
+
+@pytest.fixture(scope="session")
+def simulator() -> Iterator[Simulator]:
+    with start_simulator() as running:
+        yield running
+
+
+@pytest.fixture
+def sim(simulator: Simulator) -> Iterator[Simulator]:
+    simulator.reset()
+    yield simulator
+    simulator.wait_idle()  # a request a test gave up on (timeout fault) may still be sleeping
+    simulator.reset()

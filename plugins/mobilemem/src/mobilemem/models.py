@@ -1,0 +1,107 @@
+"""Model endpoints and the one factory that builds AgentScope chat models for a role (DESIGN §4.4, §7).
+
+Only `Endpoint.from_env` reads credentials, and only from the environment: `LLM_API_KEY` /
+`LLM_BASE_URL` for the candidate; `JUDGE_API_KEY` / `JUDGE_BASE_URL` (falling back to the LLM
+ones) and `JUDGE_MODEL_NAME` for the judge. Every credential is registered with the sanitizer.
+
+`build_chat_model` sets zero retries at every layer (openai client, AgentScope model; the agent's
+`ModelConfig` defaults to 0 and gets no fallback model), the per-request timeout, and an httpx
+client whose `RecordingTransport` observes every exchange for the usage policy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+import httpx
+import openai
+from agentscope.credential import OpenAICredential
+from agentscope.model import OpenAIChatModel
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from mobilemem.config import CandidatePreset, Config, RequestPreset
+from mobilemem.errors import ConfigError, ModelCallError, describe, register_secret
+from mobilemem.usage import RecordingTransport
+
+Role = Literal["candidate", "judge"]
+SIMULATED_KEY = "simulated-key"
+# What a failed model call raises below the agent: HTTP status, connection, timeout, bad body.
+MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, ModelCallError)
+
+
+class Endpoint(BaseModel):
+    """Where a role's requests go. Never serialized into any run-directory file."""
+
+    model_config = ConfigDict(frozen=True)
+    role: Role
+    model: str
+    base_url: str
+    api_key: SecretStr
+    model_from_env: bool = False
+
+    @classmethod
+    def from_env(cls, role: Role, config: Config, environ: Mapping[str, str] | None = None) -> Endpoint:
+        env = os.environ if environ is None else environ
+        key, url = env.get("LLM_API_KEY"), env.get("LLM_BASE_URL")
+        model, from_env = config.model, False
+        if role == "judge":
+            key, url = env.get("JUDGE_API_KEY") or key, env.get("JUDGE_BASE_URL") or url
+            model, from_env = env.get("JUDGE_MODEL_NAME") or config.judge.model, bool(env.get("JUDGE_MODEL_NAME"))
+        missing = [name for name, value in (("API key", key), ("base URL", url)) if not value]
+        if missing:
+            names = "LLM_API_KEY and LLM_BASE_URL" if role == "candidate" else \
+                "JUDGE_API_KEY/JUDGE_BASE_URL or LLM_API_KEY/LLM_BASE_URL"
+            raise ConfigError(f"no {' or '.join(missing)} for the {role} model: set {names}, "
+                              "or pass --simulate to use the local simulator")
+        assert key is not None and url is not None
+        _register_url_credentials(url)
+        register_secret(key)
+        return cls(role=role, model=model, base_url=url, api_key=SecretStr(key), model_from_env=from_env)
+
+    @classmethod
+    def simulated(cls, role: Role, config: Config, base_url: str) -> Endpoint:
+        model = config.model if role == "candidate" else config.judge.model
+        return cls(role=role, model=model, base_url=base_url, api_key=SecretStr(SIMULATED_KEY))
+
+
+def _register_url_credentials(url: str) -> None:
+    parts = urlsplit(url)
+    for value in (parts.username, parts.password):
+        if value:
+            register_secret(value)
+            register_secret(unquote(value))
+
+
+def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatModel:
+    """An AgentScope chat model for `endpoint` with the preset's request values and no retries."""
+    http_client = httpx.AsyncClient(transport=RecordingTransport(httpx.AsyncHTTPTransport(retries=0)),
+                                    timeout=preset.request_timeout_s)
+    context_size = preset.context_size if isinstance(preset, CandidatePreset) else 128_000
+    return OpenAIChatModel(
+        credential=OpenAICredential(api_key=endpoint.api_key.get_secret_value(), base_url=endpoint.base_url),
+        model=endpoint.model,
+        parameters=OpenAIChatModel.Parameters(max_tokens=preset.max_tokens, temperature=preset.temperature),
+        stream=preset.stream,
+        max_retries=0,
+        retry_delay=0.0,
+        context_size=context_size,
+        client_kwargs={"max_retries": 0, "timeout": preset.request_timeout_s, "http_client": http_client},
+        extra_body=dict(preset.extra_body),
+    )
+
+
+async def close_chat_model(model: OpenAIChatModel) -> None:
+    """Close the model's HTTP client (and its connection pool)."""
+    await model.client.close()
+
+
+def as_model_call_error(exc: BaseException) -> ModelCallError:
+    """Translate a failed model call into our error type, with a sanitized message."""
+    if isinstance(exc, ModelCallError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    prefix = f"HTTP {status}: " if status else ""
+    return ModelCallError(prefix + describe(exc))

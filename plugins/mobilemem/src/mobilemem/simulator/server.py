@@ -1,0 +1,299 @@
+"""The simulator's HTTP side: an OpenAI-compatible chat-completions server on 127.0.0.1.
+
+Stdlib only (``ThreadingHTTPServer``, HTTP/1.1 keep-alive, chunked server-sent events for
+streams). What to answer comes from ``policy``; which requests misbehave from ``faults``.
+Request headers (and so API keys) are never read, logged or stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from . import faults as fault_rules
+from . import policy
+from .faults import FaultRule, FaultTable
+from .usage_rules import completion_payload, stream_events, wants_usage
+
+MODEL_IDS = ("qwen3.8-max", "mobilemem-judge", "simulator")
+
+
+@dataclass
+class LoggedRequest:
+    """One chat request. ``reply`` is the completion computed for it (``None`` when a fault sent
+    none: HTTP errors, malformed bodies); ``usage`` is the usage object actually sent, if any."""
+
+    id: int
+    role: str
+    final: bool
+    fault: str | None
+    status: int
+    started: float
+    finished: float
+    body: dict = field(repr=False)
+    usage: dict | None = None
+    reply: dict | None = None
+
+
+class Simulator:
+    """A running simulator: its address, request log, fault rules and in-flight counters."""
+
+    def __init__(self, server: _Server, faults: Sequence[FaultRule], latency_s: float) -> None:
+        self._server = server
+        self._lock = threading.Lock()
+        self._log: list[LoggedRequest] = []
+        self._table = FaultTable(faults)
+        self._ids = itertools.count(1)
+        self._in_flight: Counter[str | None] = Counter()
+        self._max: Counter[str | None] = Counter()
+        self._stopping = threading.Event()
+        self.latency_s = latency_s
+        self.on_finished: Callable[[LoggedRequest], None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        with self._lock:
+            return list(self._log)
+
+    @property
+    def faults(self) -> list[FaultRule]:
+        return self._table.rules
+
+    @faults.setter
+    def faults(self, rules: Sequence[FaultRule]) -> None:
+        self._table = FaultTable(rules)
+
+    def reset(self) -> None:
+        """Forget the log, the fault rules (and their hit counts), in-flight maxima and latency."""
+        with self._lock:
+            self._log.clear()
+            self._max.clear()
+        self.faults = ()
+        self.latency_s = 0.0
+
+    def max_in_flight(self, role: str | None = None) -> int:
+        with self._lock:
+            return self._max[role]
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no request is in flight (e.g. a timed-out one still sleeping)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._in_flight[None] == 0:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def _begin(self, role: str, final: bool, body: dict, rule: FaultRule | None) -> LoggedRequest:
+        now = time.time()
+        with self._lock:
+            entry = LoggedRequest(next(self._ids), role, final, rule.kind if rule else None, 0, now, now, body)
+            self._log.append(entry)
+            for key in (None, role):
+                self._in_flight[key] += 1
+                self._max[key] = max(self._max[key], self._in_flight[key])
+        return entry
+
+    def _end(self, entry: LoggedRequest) -> None:
+        entry.finished = time.time()
+        with self._lock:
+            for key in (None, entry.role):
+                self._in_flight[key] -= 1
+        if self.on_finished is not None:
+            self.on_finished(entry)
+
+    def _pause(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256
+    daemon_threads = True
+    simulator: Simulator
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _Handler)
+        self.connections: set[socket.socket] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.connections.discard(request)
+        super().shutdown_request(request)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    _entry: LoggedRequest | None = None
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # a client that gave up while we were busy
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Silenced: the default access log would be the only place a request line leaks."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.split("?")[0].rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "mobilemem-simulator"} for m in MODEL_IDS]
+            self._json(200, {"object": "list", "data": data})
+        else:
+            self._error(404, f"no route for GET {self.path}", "not_found_error")
+
+    def do_POST(self) -> None:  # noqa: N802
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+            return self._error(404, f"no route for POST {self.path}", "not_found_error")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return self._error(400, "the request body is not a JSON object", "invalid_request_error")
+        self._chat(body, raw.decode("utf-8", "replace"))
+
+    def _chat(self, body: dict, raw_text: str) -> None:
+        sim = self.server.simulator
+        role, final = policy.classify(body)
+        # the canonical dump too, in case a client escaped non-ASCII text in the raw body
+        rule = sim._table.select(role, raw_text, json.dumps(body, ensure_ascii=False))
+        self._entry = entry = sim._begin(role, final, body, rule)
+        try:
+            sim._pause(sim.latency_s)
+            self._answer(entry, body, rule)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. its timeout)
+            self.close_connection = True
+        finally:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Close the log entry just before the last bytes go out: once a client holds a whole
+        response, the log already shows its finish time, usage and in-flight count."""
+        entry, self._entry = self._entry, None
+        if entry is not None:
+            self.server.simulator._end(entry)
+
+    def _answer(self, entry: LoggedRequest, body: dict, rule: FaultRule | None) -> None:
+        kind = rule.kind if rule else None
+        if kind in ("http_500", "http_429"):
+            entry.status = int(kind[5:])
+            return self._error(entry.status, f"simulated fault {kind}", "server_error" if kind == "http_500"
+                               else "rate_limit_error")
+        if rule is not None and kind == "timeout":
+            self.server.simulator._pause(rule.delay_s)
+        try:
+            completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body))
+        except Exception as exc:  # a policy bug must reach the client as a 500, not a hang
+            entry.status = 500
+            return self._error(500, f"simulator policy failed: {type(exc).__name__}: {exc}", "server_error")
+        entry.status = 200
+        if kind != "malformed":
+            entry.reply = {"content": completion.content, "tool_calls": [dict(c) for c in completion.tool_calls],
+                           "finish_reason": completion.finish_reason}
+        if body.get("stream") is True:
+            self._stream(entry, body, completion, kind)
+        else:
+            self._whole(entry, body, completion, kind)
+
+    def _whole(self, entry: LoggedRequest, body: dict, completion: policy.Completion, kind: str | None) -> None:
+        data = json.dumps(completion_payload(entry.id, entry.started, body, completion), ensure_ascii=False).encode()
+        if kind == "malformed":
+            data = data[: len(data) // 2]
+        self._head(200, "application/json", len(data))
+        if kind == "reset":
+            self.wfile.write(data[: len(data) // 2])
+            return self._reset()
+        if kind != "malformed":
+            entry.usage = completion.usage
+        self._settle()
+        self.wfile.write(data)
+
+    def _stream(self, entry: LoggedRequest, body: dict, completion: policy.Completion, kind: str | None) -> None:
+        events = [json.dumps(e, ensure_ascii=False) for e in stream_events(entry.id, entry.started, body, completion)]
+        if kind == "malformed":
+            events[1] = events[1][: len(events[1]) // 2]
+        self._head(200, "text/event-stream", None)
+        frames = [f"data: {event}\n\n".encode() for event in events] + [b"data: [DONE]\n\n"]
+        if kind == "malformed":  # one HTTP chunk: a client reads the broken line and the end together
+            frames = [b"".join(frames)]
+        for n, frame in enumerate(frames):
+            if kind == "reset" and n == 2:
+                return self._reset()
+            if n == max(len(frames) - 2, 0):  # the last event (the usage chunk when asked for)
+                entry.usage = completion.usage if kind != "malformed" and wants_usage(body) else None
+                self._settle()
+            self._write_chunk(frame)
+        self._write_chunk(b"")
+
+    def _head(self, status: int, content_type: str, length: int | None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache")
+        else:
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+
+    def _json(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self._head(status, "application/json", len(data))
+        self._settle()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, kind: str) -> None:
+        self._json(status, {"error": {"message": message, "type": kind, "code": status}})
+
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST (SO_LINGER 0) instead of an orderly close."""
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+
+@contextmanager
+def start_simulator(port: int = 0, faults: Sequence[FaultRule] = (), latency_s: float = 0.0, *,
+                    host: str = "127.0.0.1") -> Iterator[Simulator]:
+    """Serve the simulator in a background thread; on exit stop it and close every socket."""
+    server = _Server((host, port))
+    simulator = server.simulator = Simulator(server, faults, latency_s)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="mobilemem-simulator", daemon=True)
+    thread.start()
+    try:
+        yield simulator
+    finally:
+        simulator._stopping.set()
+        server.shutdown()
+        thread.join()
+        for connection in list(server.connections):
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        server.server_close()

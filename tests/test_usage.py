@@ -1,0 +1,172 @@
+import asyncio
+import json
+
+import httpx
+import openai
+import pytest
+from agentscope.tool import ToolChoice
+
+from mobilemem import usage
+from mobilemem.config import load_config
+from mobilemem.models import Endpoint, build_chat_model, close_chat_model
+from mobilemem.records import ObservedRequest
+from mobilemem.simulator import FaultRule
+from model_calls import complete
+
+CONFIG = load_config()
+COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def _model(sim, role="candidate", **update):
+    preset = (CONFIG.candidate if role == "candidate" else CONFIG.judge).model_copy(update=update)
+    return build_chat_model(Endpoint.simulated(role, CONFIG, sim.base_url), preset)
+
+
+def _returned(logged) -> dict:
+    u = logged.usage
+    return {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+            "total_tokens": u["total_tokens"],
+            "reasoning_tokens": (u.get("completion_tokens_details") or {}).get("reasoning_tokens"),
+            "cached_tokens": (u.get("prompt_tokens_details") or {}).get("cached_tokens")}
+
+
+def _observed(record: ObservedRequest) -> dict:
+    return {name: getattr(record, name) for name in usage.COUNTERS}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_usage_equals_what_the_simulator_returned(sim, stream):
+    model = _model(sim, stream=stream)
+    try:
+        with usage.scope() as scope:
+            await complete(model, "remember the red umbrella")
+    finally:
+        await close_chat_model(model)
+    [logged] = sim.requests
+    [observed] = scope.requests
+    assert observed.success and observed.status == 200 and observed.streamed is stream
+    assert _observed(observed) == _returned(logged)
+    assert observed.prompt_tokens > 0 and observed.reasoning_tokens == 8
+    assert observed.finish_reason == "stop"
+    summary = scope.usage()
+    assert summary.tokens.value == logged.usage["total_tokens"] and summary.tokens.reported_by == 1
+
+
+async def test_without_include_usage_counters_are_unknown_not_zero(sim):
+    client = openai.AsyncOpenAI(api_key="k", base_url=sim.base_url, max_retries=0,
+                                http_client=httpx.AsyncClient(transport=usage.RecordingTransport()))
+    try:
+        with usage.scope() as scope:
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "no usage please"}], stream=True)
+            async for _ in stream:
+                pass
+    finally:
+        await client.close()
+    [observed] = scope.requests
+    assert observed.success and observed.finish_reason == "stop"
+    summary = usage.summarize(scope.requests)
+    for name in (*usage.COUNTERS, "tokens"):
+        counter = getattr(summary, name)
+        assert (counter.value, counter.reported_by, counter.observed) == (None, 0, 1)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_concurrent_scopes_do_not_cross_talk(sim, stream):
+    sim.latency_s = 0.05
+    model = _model(sim, stream=stream)
+
+    async def one(i: int):
+        with usage.scope() as scope:
+            await complete(model, f"unique-request-{i} " + "word " * i)
+            await asyncio.sleep(0)
+            await complete(model, f"unique-request-{i} again")
+        return i, scope
+
+    try:
+        results = await asyncio.gather(*(one(i) for i in range(12)))
+    finally:
+        await close_chat_model(model)
+    assert sim.max_in_flight() > 1
+    for i, scope in results:
+        mine = [r for r in sim.requests if f"unique-request-{i} " in json.dumps(r.body)]
+        assert len(scope.requests) == len(mine) == 2
+        assert sorted(_observed(o)["prompt_tokens"] for o in scope.requests) == sorted(
+            _returned(r)["prompt_tokens"] for r in mine)
+        assert scope.usage().tokens.value == sum(r.usage["total_tokens"] for r in mine)
+
+
+async def test_a_failure_keeps_earlier_successes(sim):
+    sim.faults = [FaultRule(role="*", contains="second", kind="http_500")]
+    model = _model(sim)
+    try:
+        with usage.scope() as scope:
+            await complete(model, "first call")
+            with pytest.raises(Exception):
+                await complete(model, "second call")
+    finally:
+        await close_chat_model(model)
+    first, second = scope.requests
+    assert first.success and first.total_tokens is not None
+    assert not second.success and second.status == 500 and second.total_tokens is None
+    summary = scope.usage()
+    assert (summary.requests, summary.successful_requests) == (2, 1)
+    assert summary.total_tokens.value == first.total_tokens
+    assert (summary.total_tokens.reported_by, summary.total_tokens.observed) == (1, 2)
+
+
+@pytest.mark.parametrize(("kind", "error"), [("malformed", "not valid JSON"), ("reset", "")])
+async def test_broken_bodies_are_failed_requests(sim, kind, error):
+    sim.faults = [FaultRule(role="*", contains="", kind=kind)]
+    model = _model(sim)
+    try:
+        with usage.scope() as scope, pytest.raises(Exception):
+            await complete(model, "broken")
+    finally:
+        await close_chat_model(model)
+    [observed] = scope.requests
+    assert not observed.success and observed.total_tokens is None and error in (observed.error or "")
+
+
+async def test_compression_requests_are_flagged(sim):
+    model = _model(sim)
+    tool = {"type": "function", "function": {"name": "generate_structured_output", "description": "summary",
+            "parameters": {"type": "object", "properties": {"summary": {"type": "string"}},
+                           "required": ["summary"]}}}
+    try:
+        with usage.scope() as scope:
+            await complete(model, "compress me", tools=[tool],
+                           tool_choice=ToolChoice(mode="generate_structured_output"))
+            await complete(model, "plain")
+    finally:
+        await close_chat_model(model)
+    assert [r.compression for r in scope.requests] == [True, False]
+    assert sim.requests[0].role == "compression"
+
+
+async def test_records_hold_no_secret_header_or_payload(sim):
+    endpoint = Endpoint(role="candidate", model="m", base_url=sim.base_url, api_key="sk-PLANTED-abcdef123456")
+    model = build_chat_model(endpoint, CONFIG.candidate)
+    sim.faults = [FaultRule(role="*", contains="boom", kind="http_500")]
+    try:
+        with usage.scope() as scope:
+            await complete(model, "hello " + "QUJD" * 500)
+            with pytest.raises(Exception):
+                await complete(model, "boom")
+    finally:
+        await close_chat_model(model)
+    dumped = json.dumps([r.model_dump(mode="json") for r in scope.requests])
+    for forbidden in ("sk-PLANTED", "Authorization", "Bearer", "QUJDQUJD"):
+        assert forbidden not in dumped
+
+
+async def test_requests_outside_a_scope_are_not_recorded(sim):
+    model = _model(sim)
+    try:
+        await complete(model, "outside")
+        with usage.scope() as scope:
+            await complete(model, "inside")
+        await complete(model, "outside again")
+    finally:
+        await close_chat_model(model)
+    assert len(sim.requests) == 3 and len(scope.requests) == 1
