@@ -170,3 +170,16 @@ async def test_requests_outside_a_scope_are_not_recorded(sim):
     finally:
         await close_chat_model(model)
     assert len(sim.requests) == 3 and len(scope.requests) == 1
+
+
+async def test_nested_scopes_file_requests_in_every_enclosing_scope(sim):
+    model = _model(sim)
+    try:
+        with usage.scope() as outer:
+            await complete(model, "before")
+            with usage.scope() as inner:
+                await complete(model, "inside")
+    finally:
+        await close_chat_model(model)
+    assert len(inner.requests) == 1 and len(outer.requests) == 2
+    assert inner.requests[0] is outer.requests[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from mobilemem.errors import ConfigError
 
@@ -40,10 +40,17 @@ class RequestPreset(_Section):
 class CandidatePreset(RequestPreset):
     context_size: int = Field(gt=0)
     max_images: int = Field(gt=0)
-    trigger_ratio: float = Field(gt=0, le=1)
-    reserve_ratio: float = Field(ge=0, lt=1)
+    trigger_ratio: float = Field(gt=0, le=0.9)  # AgentScope keeps 10% for the compression itself
+    reserve_ratio: float = Field(gt=0, lt=0.9)
     max_iters: int = Field(gt=0)
     answer_timeout_s: float = Field(gt=0)
+
+
+    @model_validator(mode="after")
+    def _reserve_below_trigger(self) -> CandidatePreset:
+        if self.reserve_ratio >= self.trigger_ratio:
+            raise ValueError("reserve_ratio must be smaller than trigger_ratio")
+        return self
 
 
 class JudgePreset(RequestPreset):

@@ -24,6 +24,9 @@ R = TypeVar("R", bound=BaseModel)
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _append_lock = threading.Lock()
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK  # what open() would give; mkstemp's 0600 would hide files from readers
 
 
 def model_dir_name(model: str) -> str:
@@ -140,6 +143,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), FILE_MODE)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

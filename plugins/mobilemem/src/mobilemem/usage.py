@@ -31,9 +31,14 @@ _MAX_JSON_BODY = 64 * 1024 * 1024
 
 
 class UsageScope:
-    """The requests of one unit of work (a session ingest, an answer, a judgment)."""
+    """The requests of one unit of work (a session ingest, an answer, a judgment).
 
-    def __init__(self) -> None:
+    Scopes nest: a request is filed in the current scope and in every scope around it, so a
+    domain function can look at its own requests while its caller still accounts for them.
+    """
+
+    def __init__(self, parent: UsageScope | None = None) -> None:
+        self.parent = parent
         self.requests: list[ObservedRequest] = []
 
     def usage(self) -> Usage:
@@ -46,7 +51,7 @@ _current: ContextVar[UsageScope | None] = ContextVar("mobilemem_usage_scope", de
 @contextmanager
 def scope() -> Iterator[UsageScope]:
     """Record every model request started inside the `with` block (and the tasks it spawns)."""
-    current = UsageScope()
+    current = UsageScope(parent=_current.get())
     token = _current.set(current)
     try:
         yield current
@@ -210,8 +215,9 @@ class _PendingRecord:
 
 
 def _file(target: UsageScope | None, record: ObservedRequest) -> None:
-    if target is not None:
+    while target is not None:
         target.requests.append(record)
+        target = target.parent
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
