@@ -44,8 +44,17 @@ def test_judge_never_imports_the_candidate():
     assert _offenders("mobilemem_judge", ("mobilemem.candidate",)) == []
 
 
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sys.modules))"
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+
+
 def test_importing_mobilemem_is_light():
-    code = "import sys, mobilemem, mobilemem_judge; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
-           "{'agentscope', 'prefect', 'openai', 'bm25s', 'mobilemem'}))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "mobilemem.candidate" not in out and "agentscope" not in out and "prefect" not in out
+    loaded = _loaded_after("import mobilemem")
+    assert not {m for m in loaded if m.split(".")[0] in {"agentscope", "prefect", "openai", "bm25s"}}
+
+
+def test_importing_the_judge_leaves_the_candidate_out():
+    loaded = _loaded_after("import mobilemem_judge, mobilemem_judge.judge, mobilemem_judge.settings")
+    assert "mobilemem_judge.judge" in loaded
+    assert not {m for m in loaded if m.startswith("mobilemem.candidate")}

@@ -20,6 +20,7 @@ GapStage = Literal["history", "index", "answer", "judge"]
 RunState = Literal["running", "completed", "interrupted"]
 FinishedReason = Literal["completed", "exceed_max_iters", "interrupted"]
 Label = Literal["CORRECT", "WRONG"]
+DecidedBy = Literal["json", "embedded_json", "words"]  # which parsing step of the judge reply decided
 
 
 class RecordBase(BaseModel):
@@ -231,7 +232,7 @@ class JudgmentFile(Timed):
     question_id: str
     success: bool
     label: Label | None
-    decided_by: Literal["json", "embedded_json", "words"] | None
+    decided_by: DecidedBy | None
     raw_reply: str | None
     usage: Usage = Field(description="judge usage: never part of the run's totals")
     requests: list[ObservedRequest]

@@ -1,0 +1,50 @@
+"""The MobileMem judge: one user message, no system prompt, the judge preset (DESIGN §7).
+
+It receives only the question, the references, the evidence and the candidate's final answer,
+never the trajectory. A failed call or an unparseable reply is a judge gap (`success=False`),
+never a 0. Usage is the caller's: its scope sees the request, and it is never the candidate's.
+"""
+
+from __future__ import annotations
+
+from agentscope.message import TextBlock, UserMsg
+from agentscope.model import ChatModelBase
+from agentscope.model._model_response import ChatResponse
+from pydantic import BaseModel, ConfigDict
+
+from mobilemem.dataset import JudgeQuestion
+from mobilemem.errors import describe
+from mobilemem.models import MODEL_CALL_ERRORS
+from mobilemem.records import DecidedBy, Label
+from mobilemem_judge.parse import parse_label
+from mobilemem_judge.rubric import fill
+
+
+class Judgment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    success: bool
+    label: Label | None
+    decided_by: DecidedBy | None
+    raw_reply: str | None
+    error: str | None = None
+
+
+async def _reply_text(model: ChatModelBase, prompt: str) -> str:
+    result = await model(messages=[UserMsg(name="user", content=[TextBlock(text=prompt)])])
+    if not isinstance(result, ChatResponse):
+        async for chunk in result:
+            result = chunk
+    assert isinstance(result, ChatResponse)
+    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatModelBase, rubric: str) -> Judgment:
+    try:
+        raw = await _reply_text(model, fill(rubric, question, prediction))
+    except MODEL_CALL_ERRORS as exc:
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error=describe(exc))
+    parsed = parse_label(raw)
+    if parsed.label is None:
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw,
+                        error="the judge's reply has no CORRECT/WRONG label")
+    return Judgment(success=True, label=parsed.label, decided_by=parsed.decided_by, raw_reply=raw)
