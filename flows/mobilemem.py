@@ -1,18 +1,26 @@
-"""Command line of mobilemem-bench.
+"""The Prefect flows of mobilemem-bench and its command line.
 
     python flows/mobilemem.py --dataset PATH --output PATH [options]
     python -m flows.mobilemem --dataset PATH --output PATH [options]
+    python flows/mobilemem.py summarize RUN_DIR
 
-Until the Prefect flow lands, a run loads the configuration, runs the full preflight of the
-dataset and prints what would be evaluated; it sends no model request and writes nothing.
-Exit codes: 0 ok, 1 refused to start (bad configuration or dataset).
+`mobilemem` (parent flow) → one `mobilemem-user` subflow per scheduled user, at most
+`user_concurrency` at once; inside, the chronological chain of `ingest_session` tasks (a failure
+ends it), `build_index`, then per question `answer_question` → `judge_answer`, with at most
+`query_concurrency` answers and `judge_concurrency` judgments in flight across all users.
+Failures are gap records; the flow always finishes with `finalize` (summary.json, results.jsonl).
+Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 if __name__ == "__main__" and not __package__:
@@ -23,10 +31,90 @@ if __name__ == "__main__" and not __package__:
 
     raise SystemExit(main())
 
-from mobilemem.config import Config, load_config
-from mobilemem.dataset import DATASET_ID, DATASET_REVISION, Dataset, load_dataset
-from mobilemem.errors import ConfigError, DatasetError
-from mobilemem.rundir import RunDir
+from prefect import flow
+
+from mobilemem.candidate.tools import UserMemory
+from mobilemem.dataset import DATASET_ID, CandidateQuestion
+from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
+from mobilemem.records import RunState, SummaryFile
+from mobilemem.rundir import append_error
+from mobilemem.simulator import start_simulator
+from tasks import run_setup
+from tasks.answer import answer_question, skip_question
+from tasks.context import RunContext, UserContext, lookup, user_context
+from tasks.finalize import finalize, write_summary
+from tasks.index import build_index
+from tasks.ingest import ingest_session
+from tasks.judge import judge_answer
+
+
+async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
+    """Ingest the sessions in order and build the index; the gap that blocks the questions, if any."""
+    for session in sessions:
+        outcome = await ingest_session(session, user)
+        if not outcome.success:
+            return "history", f"ingest failed: {outcome.reason}", outcome.error_id
+    outcome = await build_index(user)
+    if not outcome.success:
+        return "index", outcome.reason or "failed", outcome.error_id
+    return None
+
+
+async def _question(context: RunContext, user: UserContext, job: CandidateQuestion, memory: UserMemory | None,
+                    blocked: tuple[str, str, str | None] | None) -> None:
+    if blocked is not None or memory is None:
+        stage, reason, error_id = blocked or ("index", "memory not loaded", None)
+        await skip_question(job, user, stage, reason, error_id)
+        return
+    async with context.answers:
+        answered = await answer_question(job, user, memory)
+    if answered.success:
+        async with context.judgments:
+            await judge_answer(context.dataset.judge_questions[job.question_id], answered.answer or "", user)
+
+
+@flow(name="mobilemem-user", retries=0, flow_run_name="user-{user_id}", persist_result=False)
+async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
+    context = lookup(run_dir)
+    scheduled = context.scheduled(user_id)
+    user = user_context(context, user_id)
+    await user.progress.start()
+    blocked = await _history(scheduled.sessions, user)
+    memory = None if blocked else await asyncio.to_thread(UserMemory.load, user.workspace)
+    await asyncio.gather(*(_question(context, user, job, memory, blocked) for job in scheduled.questions))
+    await user.progress.finish()
+    return {"answered": user.progress.answered, "judged": user.progress.judged, "gaps": user.progress.gaps}
+
+
+async def _user(context: RunContext, user_id: int) -> None:
+    async with context.users:
+        state = await evaluate_user(user_id, context.run.root, return_state=True)
+    if state.is_failed():
+        exc = await state.aresult(raise_on_failure=False)
+        append_error(context.run, error_record(exc if isinstance(exc, BaseException) else MobilememError(str(exc)),
+                                               stage="run", user_id=user_id))
+
+
+@flow(name="mobilemem", retries=0, persist_result=False)
+async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_concurrency: int | None = None,
+                    query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
+                    limit_questions: int | None = None, simulate: bool = False) -> SummaryFile:
+    """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
+    args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
+            "query_concurrency": query_concurrency, "config": config, "users": users,
+            "limit_questions": limit_questions, "simulate": simulate}
+    overrides = {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency}
+    plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate)
+    with ExitStack() as stack:
+        url = stack.enter_context(start_simulator()).base_url if simulate else None
+        context = run_setup.open_run(plan, args, url)
+        state: RunState = "interrupted"
+        try:
+            await asyncio.gather(*(_user(context, u.user_id) for u in plan.dataset.users))
+            state = "completed"
+        finally:
+            await run_setup.close_run(context, state)
+        return await finalize(context.run.root)
 
 
 def _user_ids(text: str) -> list[int]:
@@ -45,8 +133,8 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python flows/mobilemem.py",
-        description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}.",
-    )
+        description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
+                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl.")
     parser.add_argument("--dataset", type=Path, required=True,
                         help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
     parser.add_argument("--output", type=Path, required=True,
@@ -64,37 +152,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def describe_plan(dataset: Dataset, config: Config, run_dir: RunDir) -> str:
-    sessions = sum(len(u.sessions) for u in dataset.users)
-    images = sum(1 for u in dataset.users for s in u.sessions for t in s.turns if t.image)
-    questions = sum(len(u.questions) for u in dataset.users)
-    lines = [
-        f"dataset   {dataset.root} (declared revision {DATASET_REVISION[:12]})",
-        f"model     {config.model} (judge {config.judge.model})",
-        f"run dir   {run_dir.root}{'  [exists: a run would be refused]' if run_dir.root.exists() else ''}",
-        f"scheduled {len(dataset.users)} of {dataset.users_in_file} users, {sessions} sessions, "
-        f"{images} images, {questions} visual_reasoning questions",
-    ]
-    for user in dataset.users:
-        user_images = sum(1 for s in user.sessions for t in s.turns if t.image)
-        lines.append(f"  user {user.user_id:>4} ({user.language}): {len(user.sessions)} sessions, "
-                     f"{user_images} images, {len(user.questions)} questions")
-    lines.append("preflight passed; the evaluation flow is not built yet, so nothing was sent or written.")
-    return "\n".join(lines)
+def _summarize(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py summarize",
+                                     description="Recompute summary.json and results.jsonl of a run directory.")
+    parser.add_argument("run_dir", type=Path)
+    run_dir = parser.parse_args(argv).run_dir
+    if not (run_dir / "run.json").is_file():
+        print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
+        return 1
+    print(_headline(run_dir, write_summary(run_dir)))
+    return 0
+
+
+def _headline(run_dir: Path, summary: SummaryFile) -> str:
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    gaps = sum(n for reasons in summary.gaps.values() for n in reasons.values())
+    return (f"run directory: {run_dir}\n"
+            f"scored {summary.scored}/{summary.expected} questions ({gaps} technical gaps)"
+            f"{' [simulated]' if summary.simulated else ''}: accuracy {pct(summary.overall.accuracy)}, "
+            f"F1 {pct(summary.overall.f1)}, BLEU-1 {pct(summary.overall.bleu1)}")
+
+
+# Background services of Prefect's embedded server that a single in-process run never needs; they
+# only compete with the run for the SQLite database ("database is locked" in the server's log).
+EMBEDDED_SERVER_QUIET = {f"PREFECT_SERVER_{name}": "false" for name in (
+    "ANALYTICS_ENABLED", "SERVICES_SCHEDULER_ENABLED", "SERVICES_LATE_RUNS_ENABLED", "SERVICES_FOREMAN_ENABLED",
+    "SERVICES_PAUSE_EXPIRATIONS_ENABLED", "SERVICES_REPOSSESSOR_ENABLED", "SERVICES_CANCELLATION_CLEANUP_ENABLED",
+    "SERVICES_CLEANUP_RECONCILER_ENABLED")}
+
+
+def _console_logging() -> None:
+    """One compact progress line per change on stderr; Prefect's own console logs only warnings."""
+    progress = logging.getLogger("mobilemem.progress")
+    if not any(getattr(h, "mobilemem_console", False) for h in progress.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        handler.mobilemem_console = True  # type: ignore[attr-defined]
+        progress.addHandler(handler)
+    logging.getLogger("mobilemem").propagate = False  # run.log still gets it (run_setup)
+    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "bm25s", "as"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["summarize"]:
+        return _summarize(argv[1:])
     args = build_parser().parse_args(argv)
+    params = {"dataset": args.dataset, "output": args.output, "model": args.model,
+              "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
+              "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
+              "simulate": args.simulate}
     overrides = {"model": args.model, "user_concurrency": args.user_concurrency,
                  "query_concurrency": args.query_concurrency}
     try:
-        config = load_config(args.config, overrides)
-        dataset = load_dataset(args.dataset, users=args.users, limit_questions=args.limit_questions)
+        plan = run_setup.preflight(args.dataset, args.output, overrides, args.config, args.users,
+                                   args.limit_questions, args.simulate)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
-    print(describe_plan(dataset, config, RunDir.for_output(args.output, config.model)))
-    return 0
+    _console_logging()
+    for name, value in EMBEDDED_SERVER_QUIET.items():
+        os.environ.setdefault(name, value)
+    try:
+        summary = asyncio.run(mobilemem(**params))
+    except KeyboardInterrupt:
+        write_summary(plan.run.root)
+        print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
+        return 130
+    print(_headline(plan.run.root, summary))
+    return 2 if summary.cleanup_error_count else 0
 
 
 if __name__ == "__main__":

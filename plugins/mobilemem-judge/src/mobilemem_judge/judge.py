@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
 from mobilemem.records import DecidedBy, Label
 from mobilemem_judge.parse import parse_label
 from mobilemem_judge.rubric import fill
@@ -26,6 +26,7 @@ class Judgment(BaseModel):
     label: Label | None
     decided_by: DecidedBy | None
     raw_reply: str | None
+    error_kind: str | None = None
     error: str | None = None
 
 
@@ -42,9 +43,10 @@ async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatMode
     try:
         raw = await _reply_text(model, fill(rubric, question, prediction))
     except MODEL_CALL_ERRORS as exc:
-        return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error=describe(exc))
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=failure_kind(exc),
+                        error=describe(exc))
     parsed = parse_label(raw)
     if parsed.label is None:
-        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw,
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw, error_kind="unparseable reply",
                         error="the judge's reply has no CORRECT/WRONG label")
     return Judgment(success=True, label=parsed.label, decided_by=parsed.decided_by, raw_reply=raw)

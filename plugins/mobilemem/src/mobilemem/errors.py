@@ -121,16 +121,18 @@ def _short(filename: str) -> str:
     return filename.split("site-packages/", 1)[-1]
 
 
-def error_record(
-    exc: BaseException,
+def failure_record(
     *,
     stage: ErrorStage,
+    error_type: str,
+    reason: str,
     user_id: int | None = None,
     session_id: str | None = None,
     question_id: str | None = None,
     image_paths: Iterable[str] = (),
+    frames: Iterable[tuple[str, int, str]] = (),
 ) -> ErrorLine:
-    """Turn an exception into the errors.jsonl record of DESIGN §8."""
+    """The errors.jsonl record of DESIGN §8 for a failure (the reason is sanitized here)."""
     from mobilemem.records import ErrorLine, StackFrame
 
     return ErrorLine(
@@ -141,7 +143,13 @@ def error_record(
         session_id=session_id,
         question_id=question_id,
         image_paths=list(image_paths),
-        error_type=type(exc).__name__,
-        reason=describe(exc),
-        frames=[StackFrame(file=f, line=n, function=fn) for f, n, fn in _frames(exc)],
+        error_type=error_type,
+        reason=sanitize(reason),
+        frames=[StackFrame(file=f, line=n, function=fn) for f, n, fn in frames],
     )
+
+
+def error_record(exc: BaseException, *, stage: ErrorStage, **ids) -> ErrorLine:
+    """Turn an exception into the errors.jsonl record of DESIGN §8 (no frame locals)."""
+    return failure_record(stage=stage, error_type=type(exc).__name__, reason=describe(exc), frames=_frames(exc),
+                          **ids)

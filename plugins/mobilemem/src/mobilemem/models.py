@@ -98,6 +98,19 @@ async def close_chat_model(model: OpenAIChatModel) -> None:
     await model.client.close()
 
 
+def failure_kind(exc: BaseException) -> str:
+    """A short category of a failed model call, for gap counts: 'HTTP 500', 'timeout', ..."""
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        return "timeout"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}"
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+        return "connection error"
+    if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+        return "malformed response"
+    return type(exc).__name__
+
+
 def as_model_call_error(exc: BaseException) -> ModelCallError:
     """Translate a failed model call into our error type, with a sanitized message."""
     if isinstance(exc, ModelCallError):

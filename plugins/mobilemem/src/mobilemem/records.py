@@ -9,7 +9,7 @@ Run timestamps are UTC; dataset times stay the verbatim naive strings of the dat
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 
@@ -64,7 +64,8 @@ class ErrorFile(RecordBase):
     user_id: int
     question_id: str
     stage: GapStage
-    reason: str
+    reason: str = Field(description="a short category: 'HTTP 500', 'timeout', 'interrupted', ...")
+    detail: str | None = Field(default=None, description="sanitized")
     error_id: str | None = Field(description="id of the errors.jsonl line that caused the gap")
 
 
@@ -115,6 +116,17 @@ class Usage(BaseModel):
 # --- run.json, judge-settings.json ---------------------------------------------------------------
 
 
+class PlannedQuestion(BaseModel):
+    """A selected question as the run's plan lists it (run.json is never shown to the candidate)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    user_id: int
+    question_id: str
+    language: str
+    difficulty: str | None
+    gold: str | list[str]
+
+
 class RunFile(RecordBase):
     args: dict[str, JsonValue]
     config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
@@ -131,6 +143,8 @@ class RunFile(RecordBase):
     flow_run_id: str | None = None
     simulated: bool
     state: RunState
+    users: list[int] = Field(default_factory=list, description="the scheduled users")
+    questions: list[PlannedQuestion] = Field(default_factory=list, description="the selected questions")
 
 
 class JudgeSettingsFile(RecordBase):
@@ -157,6 +171,7 @@ class SessionFile(Timed):
     finished_reason: FinishedReason | None = None
     usage: Usage
     requests: list[ObservedRequest]
+    error_kind: str | None = None
     error_id: str | None = None
     error: str | None = None
 
@@ -215,6 +230,7 @@ class AnswerResponse(BaseModel):
     iterations: int = 0
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     trajectory_path: str | None = None
+    error_kind: str | None = None
     error: str | None = None
 
 
@@ -225,6 +241,7 @@ class AnswerResponseFile(Timed):
     usage: Usage
     requests: list[ObservedRequest]
     latency_s: float
+    error_id: str | None = None
 
 
 class JudgmentFile(Timed):
@@ -236,6 +253,8 @@ class JudgmentFile(Timed):
     raw_reply: str | None
     usage: Usage = Field(description="judge usage: never part of the run's totals")
     requests: list[ObservedRequest]
+    error_kind: str | None = None
+    error_id: str | None = None
     error: str | None = None
 
 
@@ -256,7 +275,7 @@ class ResultLine(RecordBase):
     question_id: str
     language: str
     difficulty: str | None
-    status: Literal["scored", "history", "index", "answer", "judge"]
+    status: Literal["scored", "history", "index", "answer", "judge", "not_run"]
     prediction: str | None
     gold: str | list[str]
     label: Label | None
@@ -268,15 +287,37 @@ class ResultLine(RecordBase):
 
 class Score(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    expected: int
     scored: int
     accuracy: float | None
     f1: float | None
     bleu1: float | None
 
 
+class MeanTokens(BaseModel):
+    """A mean with its parts: `value` is null when the token total is unknown or the denominator 0."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value: float | None
+    tokens: int | None
+    denominator: int
+    attempted: int
+    completed: int
+
+
+class UsageSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    policy_version: Literal[2] = 2
+    memory: Usage = Field(description="from sessions/*.json (the index makes no request)")
+    answer: Usage = Field(description="from answer-response.json")
+    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users")
+    mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions")
+
+
 class SummaryFile(RecordBase):
     simulated: bool
     state: RunState
+    users: int
     expected: int
     answered: int
     judged: int
@@ -285,5 +326,5 @@ class SummaryFile(RecordBase):
     by_language: dict[str, Score]
     by_difficulty: dict[str, Score]
     gaps: dict[str, dict[str, int]] = Field(description="stage -> reason -> count")
-    usage: dict[str, Any]
+    usage: UsageSummary
     cleanup_error_count: int

@@ -19,7 +19,7 @@ from mobilemem.candidate.tools import MemoryTools, UserMemory
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
 from mobilemem.prompts import prompt
 from mobilemem.records import AnswerResponse, ToolCallRecord
 
@@ -36,17 +36,19 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
     agent = build_agent("answer", prompt("answer_system"), model, tools.function_tools(), preset)
     message = UserMsg(name="user", content=[TextBlock(text=qa_template.render(job.question))])
     trajectory = memory.ws.trajectories / f"answer-{job.question_id}.json"
-    answer, finished, error = None, None, None
+    answer, finished, error, kind = None, None, None, None
     with usage.scope() as own:
         try:
             async with asyncio.timeout(preset.answer_timeout_s):
                 reply = await agent.reply(message)
             finished, error = reply_outcome(reply)
             answer = reply.get_text_content() or ""
+            kind = (finished or "error") if error else None
         except TimeoutError:
-            finished, error = "interrupted", f"the answer exceeded its {preset.answer_timeout_s:g} s budget"
+            finished, kind = "interrupted", "answer budget exceeded"
+            error = f"the answer exceeded its {preset.answer_timeout_s:g} s budget"
         except MODEL_CALL_ERRORS as exc:
-            error = describe(exc)
+            error, kind = describe(exc), failure_kind(exc)
         finally:
             save_trajectory(agent, trajectory, tools.sent_images)
     turns = model_turns(own.requests)
@@ -54,4 +56,4 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
         success=error is None, answer=answer if error is None else None, finished_reason=finished,
         truncated=bool(turns) and turns[-1].finish_reason == "length", iterations=len(turns),
         tool_calls=[ToolCallRecord(name=n, ok=ok, error=e) for n, ok, e in tool_calls(agent)],
-        trajectory_path=trajectory.relative_to(memory.ws.root).as_posix(), error=error)
+        trajectory_path=trajectory.relative_to(memory.ws.root).as_posix(), error_kind=kind, error=error)

@@ -29,7 +29,7 @@ from mobilemem.candidate.workspace import Workspace
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateSession
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
 from mobilemem.prompts import prompt
 from mobilemem.records import FinishedReason
 
@@ -42,6 +42,7 @@ class IngestResponse(BaseModel):
     notes_written: list[str]
     finished_reason: FinishedReason | None
     trajectory_path: str | None
+    error_kind: str | None = None
     error: str | None = None
 
 
@@ -100,15 +101,16 @@ async def ingest_session(session: CandidateSession, dataset_root: Path, ws: Work
     agent = build_agent("auto_memory", prompt("auto_memory_system"), model,
                         [_daily_write_tool(ws, context, written)], preset)
     trajectory = ws.trajectories / f"ingest-{session.session_id}.json"
-    finished, error = None, None
+    finished, error, kind = None, None, None
     try:
         reply = await agent.reply(render_session(session, images, transcript))
         finished, error = reply_outcome(reply)
+        kind = finished if error else None
     except MODEL_CALL_ERRORS as exc:
-        error = describe(exc)
+        error, kind = describe(exc), failure_kind(exc)
     finally:
         refresh_digest(ws, context.date)
         save_trajectory(agent, trajectory, {s.base64: s.memory_path for s in images.values()})
     log.debug("session %s: %d notes, %s", session.session_id, len(written), finished or error)
     return IngestResponse(success=error is None, notes_written=written, finished_reason=finished,
-                          trajectory_path=trajectory.relative_to(ws.root).as_posix(), error=error)
+                          trajectory_path=trajectory.relative_to(ws.root).as_posix(), error_kind=kind, error=error)

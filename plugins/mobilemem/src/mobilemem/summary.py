@@ -1,0 +1,148 @@
+"""summary.json and results.jsonl as a pure function of the other run-directory files (DESIGN §5, §7).
+
+The plan (scheduled users, selected questions) comes from run.json; each question's outcome from
+its own files. A question is *scored* when it was answered and judged: that one set is the
+denominator of accuracy, F1 and BLEU-1 alike. Gaps are counted by stage and reason from error.json.
+Usage policy v2: memory cost only from sessions/*.json, answer cost only from answer-response.json;
+judge usage never counts. Unknown token totals stay null.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from mobilemem.records import (
+    AnswerResponseFile,
+    ErrorFile,
+    ErrorLine,
+    JudgmentFile,
+    MeanTokens,
+    MetricsFile,
+    ObservedRequest,
+    PlannedQuestion,
+    ResultLine,
+    RunFile,
+    Score,
+    SessionFile,
+    SummaryFile,
+    UsageSummary,
+)
+from mobilemem.rundir import RunDir, read_lines, read_record
+from mobilemem.usage import summarize
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    planned: PlannedQuestion
+    answer: AnswerResponseFile | None
+    judgment: JudgmentFile | None
+    metrics: MetricsFile | None
+    error: ErrorFile | None
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None and self.answer.response is not None and self.answer.response.success
+
+    @property
+    def judged(self) -> bool:
+        return self.judgment is not None and self.judgment.success
+
+    @property
+    def scored(self) -> bool:
+        return self.answered and self.judged and self.metrics is not None
+
+    @property
+    def status(self) -> str:
+        if self.scored:
+            return "scored"
+        return self.error.stage if self.error else "not_run"
+
+
+def _maybe(path: Path, model):
+    return read_record(path, model) if path.exists() else None
+
+
+def _outcomes(run: RunDir, plan: RunFile) -> list[_Outcome]:
+    outcomes = []
+    for planned in plan.questions:
+        q = run.user(planned.user_id).question(planned.question_id)
+        outcomes.append(_Outcome(planned, _maybe(q.answer_response, AnswerResponseFile),
+                                 _maybe(q.judgment, JudgmentFile), _maybe(q.metrics, MetricsFile),
+                                 _maybe(q.error, ErrorFile)))
+    return outcomes
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _score(outcomes: list[_Outcome]) -> Score:
+    scored = [o.metrics for o in outcomes if o.scored and o.metrics]
+    return Score(expected=len(outcomes), scored=len(scored), accuracy=_mean([float(m.llm_judge) for m in scored]),
+                 f1=_mean([m.f1 for m in scored]), bleu1=_mean([m.bleu1 for m in scored]))
+
+
+def _by(outcomes: list[_Outcome], key) -> dict[str, Score]:
+    groups: dict[str, list[_Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        groups[str(key(outcome.planned))].append(outcome)
+    return {name: _score(group) for name, group in sorted(groups.items())}
+
+
+def _mean_tokens(tokens: int | None, denominator: int, attempted: int, completed: int) -> MeanTokens:
+    value = tokens / denominator if tokens is not None and denominator else None
+    return MeanTokens(value=value, tokens=tokens, denominator=denominator, attempted=attempted, completed=completed)
+
+
+def _usage(run: RunDir, plan: RunFile, outcomes: list[_Outcome]) -> UsageSummary:
+    memory_requests: list[ObservedRequest] = []
+    users_attempted = users_completed = 0
+    for user_id in plan.users:
+        user = run.user(user_id)
+        sessions = sorted(user.sessions.glob("*.json")) if user.sessions.is_dir() else []
+        users_attempted += bool(sessions)
+        users_completed += user.memory_usage.exists()
+        for path in sessions:
+            memory_requests += read_record(path, SessionFile).requests
+    answer_requests = [r for o in outcomes if o.answer for r in o.answer.requests]
+    memory, answer = summarize(memory_requests), summarize(answer_requests)
+    both = None if memory.tokens.value is None and answer.tokens.value is None else \
+        (memory.tokens.value or 0) + (answer.tokens.value or 0)
+    return UsageSummary(
+        memory=memory, answer=answer,
+        mean_tokens_per_user=_mean_tokens(both, len(plan.users), users_attempted, users_completed),
+        mean_tokens_per_question=_mean_tokens(answer.tokens.value, len(outcomes),
+                                              sum(o.answer is not None for o in outcomes),
+                                              sum(o.answered for o in outcomes)))
+
+
+def _result(outcome: _Outcome) -> ResultLine:
+    response = outcome.answer.response if outcome.answer else None
+    return ResultLine(
+        user_id=outcome.planned.user_id, question_id=outcome.planned.question_id,
+        language=outcome.planned.language, difficulty=outcome.planned.difficulty, status=outcome.status,
+        prediction=response.answer if response else None, gold=outcome.planned.gold,
+        label=outcome.judgment.label if outcome.judgment else None,
+        f1=outcome.metrics.f1 if outcome.metrics else None, bleu1=outcome.metrics.bleu1 if outcome.metrics else None,
+        answer_tokens=outcome.answer.usage.tokens.value if outcome.answer else None,
+        answer_latency_s=outcome.answer.latency_s if outcome.answer else None)
+
+
+def summarize_run(root: Path) -> tuple[SummaryFile, list[ResultLine]]:
+    run = RunDir(root)
+    plan = read_record(run.run, RunFile)
+    outcomes = _outcomes(run, plan)
+    gaps: dict[str, Counter[str]] = defaultdict(Counter)
+    for outcome in outcomes:
+        if outcome.error and not outcome.scored:
+            gaps[outcome.error.stage][outcome.error.reason] += 1
+    summary = SummaryFile(
+        simulated=plan.simulated, state=plan.state, users=len(plan.users), expected=len(outcomes),
+        answered=sum(o.answered for o in outcomes), judged=sum(o.judged for o in outcomes),
+        scored=sum(o.scored for o in outcomes), overall=_score(outcomes),
+        by_language=_by(outcomes, lambda p: p.language), by_difficulty=_by(outcomes, lambda p: p.difficulty),
+        gaps={stage: dict(sorted(reasons.items())) for stage, reasons in sorted(gaps.items())},
+        usage=_usage(run, plan, outcomes), cleanup_error_count=len(read_lines(run.cleanup_errors, ErrorLine)))
+    return summary, [_result(o) for o in outcomes]

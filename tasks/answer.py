@@ -1,0 +1,66 @@
+"""Prefect task `answer_question`: one fresh answer agent; writes `job.json`, `answer-response.json`
+and, for a gap, `error.json` plus one `errors.jsonl` line. `skip_question` records a question that
+cannot be answered because its user's history or index failed."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mobilemem import usage
+from mobilemem.candidate import answer
+from mobilemem.candidate.tools import UserMemory
+from mobilemem.dataset import CandidateQuestion
+from mobilemem.errors import error_record, failure_record
+from mobilemem.records import AnswerResponseFile, ErrorFile, GapStage, JobFile
+from mobilemem.rundir import append_error, write_record
+from tasks.context import UserContext
+from tasks.outcome import StepOutcome
+
+
+def write_job(job: CandidateQuestion, user: UserContext) -> None:
+    write_record(user.run.user(user.user_id).question(job.question_id).job,
+                 JobFile(user_id=job.user_id, question_id=job.question_id, question=job.question))
+
+
+async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
+                        error_id: str | None) -> StepOutcome:
+    write_job(job, user)
+    write_record(user.run.user(user.user_id).question(job.question_id).error, ErrorFile(
+        user_id=job.user_id, question_id=job.question_id, stage=stage, reason=reason, error_id=error_id))
+    await user.progress.bump(gaps=1)
+    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage)
+
+
+@task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+async def answer_question(job: CandidateQuestion, user: UserContext, memory: UserMemory) -> StepOutcome:
+    write_job(job, user)
+    paths = user.run.user(user.user_id).question(job.question_id)
+    ids = {"user_id": job.user_id, "question_id": job.question_id}
+    started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
+    with usage.scope() as scope:
+        try:
+            response = await answer.answer_question(job, memory, user.candidate_model, user.config.candidate)
+        except Exception as exc:
+            error = error_record(exc, stage="answer", **ids)
+    latency = time.perf_counter() - clock
+    if response is not None and not response.success:
+        error = failure_record(stage="answer", error_type=response.error_kind or "failed",
+                               reason=response.error or "failed", **ids)
+    write_record(paths.answer_response, AnswerResponseFile(
+        started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
+        response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
+        error_id=error.id if error else None))
+    if error is None:
+        await user.progress.bump(answered=1)
+        return StepOutcome(success=True, answer=response.answer if response else "")
+    append_error(user.run, error)
+    reason = (response.error_kind if response else None) or error.error_type
+    write_record(paths.error, ErrorFile(user_id=job.user_id, question_id=job.question_id, stage="answer",
+                                        reason=reason, detail=error.reason, error_id=error.id))
+    await user.progress.bump(gaps=1)
+    return StepOutcome(success=False, reason=reason, error_id=error.id, gap_stage="answer")

@@ -1,0 +1,75 @@
+"""What the tasks of one run share in this process: models, limits, dataset views, progress.
+
+A run's `RunContext` is registered under its run directory by the parent flow; subflows receive
+only the run directory (flow parameters must stay small and serializable) and look it up here.
+The semaphores live here, in the parent flow's process, never in flow parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentscope.model import ChatModelBase
+
+from mobilemem.candidate.workspace import Workspace
+from mobilemem.config import Config
+from mobilemem.dataset import Dataset, ScheduledUser
+from mobilemem.rundir import RunDir
+from tasks.progress import UserProgress
+
+
+@dataclass
+class RunContext:
+    run: RunDir
+    dataset: Dataset
+    config: Config
+    candidate_model: ChatModelBase
+    judge_model: ChatModelBase
+    users: asyncio.Semaphore
+    answers: asyncio.Semaphore
+    judgments: asyncio.Semaphore
+    progress: dict[int, UserProgress] = field(default_factory=dict)
+    log_handler: logging.Handler | None = None
+
+    def scheduled(self, user_id: int) -> ScheduledUser:
+        return next(u for u in self.dataset.users if u.user_id == user_id)
+
+
+@dataclass(frozen=True)
+class UserContext:
+    """Everything a task of one user needs (passed to tasks, never to flows)."""
+
+    run: RunDir
+    user_id: int
+    workspace: Workspace
+    dataset_root: Path
+    config: Config
+    candidate_model: ChatModelBase
+    judge_model: ChatModelBase
+    progress: UserProgress
+
+
+_RUNS: dict[str, RunContext] = {}
+
+
+def register(context: RunContext) -> None:
+    _RUNS[str(context.run.root)] = context
+
+
+def release(run: RunDir) -> None:
+    _RUNS.pop(str(run.root), None)
+
+
+def lookup(run_dir: Path) -> RunContext:
+    return _RUNS[str(run_dir)]
+
+
+def user_context(context: RunContext, user_id: int) -> UserContext:
+    return UserContext(run=context.run, user_id=user_id,
+                       workspace=Workspace(context.run.user(user_id).workspace).create(),
+                       dataset_root=context.dataset.root, config=context.config,
+                       candidate_model=context.candidate_model, judge_model=context.judge_model,
+                       progress=context.progress[user_id])

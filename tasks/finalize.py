@@ -1,0 +1,46 @@
+"""Prefect task `finalize`: summary.json and results.jsonl from the run directory, and the artifacts
+that point at them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from mobilemem.records import SummaryFile
+from mobilemem.rundir import RunDir, write_bytes_atomic, write_record
+from mobilemem.summary import summarize_run
+
+
+def write_summary(run_dir: Path) -> SummaryFile:
+    """Recompute and write summary.json and results.jsonl (also `summarize RUN_DIR`)."""
+    run = RunDir(run_dir)
+    summary, results = summarize_run(run_dir)
+    write_bytes_atomic(run.results, "".join(r.model_dump_json() + "\n" for r in results).encode("utf-8"))
+    write_record(run.summary, summary)
+    return summary
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+@task(name="finalize", retries=0, task_run_name="finalize", cache_policy=NO_CACHE, persist_result=False)
+async def finalize(run_dir: Path) -> SummaryFile:
+    summary = write_summary(run_dir)
+    rows = [{"group": "overall", "expected": summary.overall.expected, "scored": summary.overall.scored,
+             "accuracy": _fmt(summary.overall.accuracy), "f1": _fmt(summary.overall.f1),
+             "bleu1": _fmt(summary.overall.bleu1)}]
+    rows += [{"group": f"{kind}={name}", "expected": s.expected, "scored": s.scored, "accuracy": _fmt(s.accuracy),
+              "f1": _fmt(s.f1), "bleu1": _fmt(s.bleu1)}
+             for kind, groups in (("language", summary.by_language), ("difficulty", summary.by_difficulty))
+             for name, s in groups.items()]
+    await acreate_table_artifact(table=rows, key="mobilemem-scores", description=f"scores of {run_dir}")
+    run = RunDir(run_dir)
+    files = "\n".join(f"- `{p}`" for p in (run.run, run.summary, run.results, run.errors, run.log))
+    await acreate_markdown_artifact(
+        markdown=f"# mobilemem run\n\nRun directory: `{run_dir}`\n\n{files}\n\nGaps: {summary.gaps or 'none'}\n",
+        key="mobilemem-run", description="where the run's files are")
+    return summary

@@ -1,0 +1,41 @@
+"""Prefect task `build_index`: BM25 over the user's memory; writes `index-response.json`, then the
+completion marker `memory_usage.json` (the user's memory cost) last."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mobilemem.candidate.index import MemoryIndex
+from mobilemem.errors import error_record
+from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
+from mobilemem.rundir import append_error, read_record, write_record
+from mobilemem.usage import summarize
+from tasks.context import UserContext
+from tasks.outcome import StepOutcome
+
+
+@task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+async def build_index(user: UserContext) -> StepOutcome:
+    paths = user.run.user(user.user_id)
+    started = datetime.now(UTC)
+    try:
+        _, response = await asyncio.to_thread(MemoryIndex.build, user.workspace)
+    except Exception as exc:
+        error = error_record(exc, stage="index", user_id=user.user_id)
+        append_error(user.run, error)
+        write_record(paths.index_response, IndexResponseFile(
+            started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
+            error_id=error.id, error=error.reason))
+        return StepOutcome(success=False, reason=error.error_type, error_id=error.id)
+    write_record(paths.index_response, IndexResponseFile(
+        started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
+        documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds))
+    sessions = [read_record(p, SessionFile) for p in sorted(paths.sessions.glob("*.json"))]
+    write_record(paths.memory_usage, MemoryUsageFile(
+        user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests)))
+    return StepOutcome(success=True)

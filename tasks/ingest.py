@@ -1,0 +1,45 @@
+"""Prefect task `ingest_session`: one session into memory; writes `sessions/<sid>.json`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mobilemem import usage
+from mobilemem.candidate import ingest
+from mobilemem.dataset import CandidateSession
+from mobilemem.errors import error_record, failure_record
+from mobilemem.records import SessionFile
+from mobilemem.rundir import append_error, write_record
+from tasks.context import UserContext
+from tasks.outcome import StepOutcome
+
+
+@task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
+    ids = {"user_id": user.user_id, "session_id": session.session_id,
+           "image_paths": [t.image.path for t in session.turns if t.image]}
+    started, response, error = datetime.now(UTC), None, None
+    with usage.scope() as scope:
+        try:
+            response = await ingest.ingest_session(session, user.dataset_root, user.workspace,
+                                                   user.candidate_model, user.config.candidate)
+        except Exception as exc:
+            error = error_record(exc, stage="ingest", **ids)
+    if response is not None and not response.success:
+        error = failure_record(stage="ingest", error_type=response.error_kind or "failed",
+                               reason=response.error or "failed", **ids)
+    if error is not None:
+        append_error(user.run, error)
+    kind = (response.error_kind if response else error.error_type) if error else None
+    write_record(user.run.user(user.user_id).session(session.session_id), SessionFile(
+        started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
+        success=error is None, notes_written=response.notes_written if response else [],
+        finished_reason=response.finished_reason if response else None, usage=scope.usage(),
+        requests=scope.requests, error_kind=kind, error_id=error.id if error else None,
+        error=error.reason if error else None))
+    await user.progress.bump(ingested=1 if error is None else 0)
+    return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None)

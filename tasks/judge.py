@@ -1,0 +1,57 @@
+"""Prefect task `judge_answer`: the isolated judge labels one answer; writes `judgment.json` and, when
+scored, `metrics.json`; a failed or unparseable judgment is a `judge` gap (`error.json`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+import mobilemem_judge
+from mobilemem import usage
+from mobilemem.dataset import JudgeQuestion
+from mobilemem.errors import error_record, failure_record
+from mobilemem.metrics import overlap_scores
+from mobilemem.records import ErrorFile, JudgmentFile, MetricsFile
+from mobilemem.rundir import append_error, write_record
+from tasks.context import UserContext
+from tasks.outcome import StepOutcome
+
+
+@task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+async def judge_answer(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
+    paths = user.run.user(user.user_id).question(question.question_id)
+    ids = {"user_id": question.user_id, "question_id": question.question_id}
+    started, judgment, error = datetime.now(UTC), None, None
+    with usage.scope() as scope:
+        try:
+            judgment = await mobilemem_judge.judge_answer(question, prediction, user.judge_model,
+                                                          user.config.judge.rubric)
+        except Exception as exc:
+            error = error_record(exc, stage="judge", **ids)
+    if judgment is not None and not judgment.success:
+        error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",
+                               reason=judgment.error or "failed", **ids)
+    write_record(paths.judgment, JudgmentFile(
+        started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,
+        question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,
+        decided_by=judgment.decided_by if judgment else None, raw_reply=judgment.raw_reply if judgment else None,
+        usage=scope.usage(), requests=scope.requests, error_kind=judgment.error_kind if judgment else None,
+        error_id=error.id if error else None, error=error.reason if error else None))
+    if error is None and judgment is not None:
+        scores = overlap_scores(prediction, question.answer)
+        write_record(paths.metrics, MetricsFile(
+            user_id=question.user_id, question_id=question.question_id,
+            llm_judge=1 if judgment.label == "CORRECT" else 0, f1=scores.f1, bleu1=scores.bleu1,
+            reference=scores.reference))
+        await user.progress.bump(judged=1)
+        return StepOutcome(success=True)
+    assert error is not None
+    append_error(user.run, error)
+    reason = (judgment.error_kind if judgment else None) or error.error_type
+    write_record(paths.error, ErrorFile(user_id=question.user_id, question_id=question.question_id, stage="judge",
+                                        reason=reason, detail=error.reason, error_id=error.id))
+    await user.progress.bump(gaps=1)
+    return StepOutcome(success=False, reason=reason, error_id=error.id, gap_stage="judge")

@@ -1,0 +1,50 @@
+"""Per-user progress: a Prefect progress artifact and a compact console line per change."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
+
+console = logging.getLogger("mobilemem.progress")
+
+
+@dataclass
+class UserProgress:
+    user_id: int
+    sessions: int
+    questions: int
+    ingested: int = 0
+    answered: int = 0
+    judged: int = 0
+    gaps: int = 0
+    artifact_id: object = field(default=None, repr=False)
+
+    @property
+    def fraction(self) -> float:
+        total = self.sessions + 2 * self.questions
+        return 100.0 * (self.ingested + self.answered + self.judged + self.gaps) / total if total else 100.0
+
+    def line(self) -> str:
+        return (f"user {self.user_id}: sessions {self.ingested}/{self.sessions}, answered {self.answered}/"
+                f"{self.questions}, judged {self.judged}/{self.questions}, gaps {self.gaps}")
+
+    async def start(self) -> None:
+        self.artifact_id = await acreate_progress_artifact(
+            progress=self.fraction, key=f"user-{self.user_id}-progress",
+            description=f"user {self.user_id}: {self.sessions} sessions, {self.questions} questions")
+        console.info(self.line())
+
+    async def bump(self, **counts: int) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+        console.info(self.line())
+        await self._publish(min(99.0, self.fraction))
+
+    async def finish(self) -> None:
+        await self._publish(100.0)
+
+    async def _publish(self, value: float) -> None:
+        if self.artifact_id is not None:
+            await aupdate_progress_artifact(self.artifact_id, value)

@@ -1,0 +1,166 @@
+"""Starting and closing a run: preflight, the manifest files, the models, the run log.
+
+`preflight` refuses to start (ConfigError / DatasetError) before anything is spent or written.
+`open_run` creates the run directory, writes run.json and judge-settings.json, builds the two
+models and registers the run's context; `close_run` closes them, recording cleanup errors, and
+marks run.json with the final state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from prefect.runtime import flow_run
+
+import mobilemem_judge
+from mobilemem.config import Config, load_config
+from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
+from mobilemem.errors import ConfigError, MobilememError, error_record, sanitize
+from mobilemem.models import Endpoint, build_chat_model, close_chat_model
+from mobilemem.prompts import prompt_hashes
+from mobilemem.records import PlannedQuestion, RunFile, RunState
+from mobilemem.rundir import RunDir, append_error, read_record, write_record
+from tasks.context import RunContext, register, release
+from tasks.progress import UserProgress
+
+PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "agentscope", "prefect", "openai", "httpx", "bm25s",
+            "pillow", "pydantic", "numpy")
+INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: Config
+    dataset: Dataset
+    run: RunDir
+    simulate: bool
+    candidate: Endpoint | None  # None when simulated: the simulator's address is known only later
+    judge: Endpoint | None
+
+
+def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_file: Path | None,
+              users: list[int] | None, limit_questions: int | None, simulate: bool) -> Plan:
+    """Everything that can refuse the run, checked before any model request or file write."""
+    config = load_config(config_file, overrides)
+    candidate = judge = None
+    if not simulate:
+        candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
+    mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
+    run = RunDir.for_output(output, config.model)
+    if run.root.exists():
+        raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
+    loaded = load_dataset(dataset, users=users, limit_questions=limit_questions)
+    return Plan(config, loaded, run, simulate, candidate, judge)
+
+
+def _git() -> tuple[str | None, bool | None]:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip() != ""
+        return commit or None, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def _versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
+    commit, dirty = _git()
+    return RunFile(
+        args={k: str(v) if isinstance(v, Path) else v for k, v in args.items()},
+        config=plan.config.model_dump(mode="json"), package_versions=_versions(), git_commit=commit,
+        git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
+        data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
+        prompt_sha256=prompt_hashes(), started_at=datetime.now(UTC), flow_run_id=flow_run.get_id(),
+        simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
+        questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,
+                                   difficulty=j.difficulty, gold=j.answer)
+                   for u in plan.dataset.users for q in u.questions
+                   for j in [plan.dataset.judge_questions[q.question_id]]])
+
+
+class _Sanitizing(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = sanitize(record.getMessage()), None
+        return True
+
+
+def _run_log(run: RunDir) -> logging.Handler:
+    handler = logging.FileHandler(run.log, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(_Sanitizing())
+    for name in ("mobilemem", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs"):
+        logging.getLogger(name).addHandler(handler)
+    logging.getLogger("mobilemem").setLevel(logging.INFO)
+    return handler
+
+
+def _drop_run_log(handler: logging.Handler) -> None:
+    for name in ("mobilemem", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs"):
+        logging.getLogger(name).removeHandler(handler)
+    handler.close()
+
+
+def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> RunContext:
+    config = plan.config
+    candidate = plan.candidate or Endpoint.simulated("candidate", config, simulator_url or "")
+    judge = plan.judge or Endpoint.simulated("judge", config, simulator_url or "")
+    plan.run.create()
+    for empty in (plan.run.errors, plan.run.cleanup_errors):
+        empty.touch()
+    write_record(plan.run.run, _manifest(plan, args))
+    write_record(plan.run.judge_settings, mobilemem_judge.judge_settings(config.judge, judge))
+    context = RunContext(
+        run=plan.run, dataset=plan.dataset, config=config,
+        candidate_model=build_chat_model(candidate, config.candidate),
+        judge_model=build_chat_model(judge, config.judge),
+        users=asyncio.Semaphore(config.user_concurrency), answers=asyncio.Semaphore(config.query_concurrency),
+        judgments=asyncio.Semaphore(config.judge_concurrency),
+        progress={u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions)) for u in plan.dataset.users},
+        log_handler=_run_log(plan.run))
+    register(context)
+    return context
+
+
+async def _cleanup(run: RunDir, step, *args) -> None:
+    try:
+        await step(*args)
+    except Exception as exc:
+        append_error(run, error_record(exc, stage="cleanup"))
+
+
+async def _injected_failure() -> None:
+    raise MobilememError(f"cleanup failure injected by {INJECT_CLEANUP_ERROR}=1")
+
+
+async def close_run(context: RunContext, state: RunState) -> None:
+    """Close the models (cleanup errors go to cleanup-errors.jsonl) and record the final state."""
+    await _cleanup(context.run, close_chat_model, context.candidate_model)
+    await _cleanup(context.run, close_chat_model, context.judge_model)
+    if os.environ.get(INJECT_CLEANUP_ERROR) == "1":
+        await _cleanup(context.run, _injected_failure)
+    manifest = read_record(context.run.run, RunFile)
+    write_record(context.run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
+    release(context.run)
+    _drop_run_log(context.log_handler)
