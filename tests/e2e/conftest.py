@@ -1,0 +1,24 @@
+"""End-to-end fixtures: one Prefect test server for the whole session (autouse only here), quiet."""
+
+import os
+
+import pytest
+from prefect.testing.utilities import prefect_test_harness
+
+from flows.mobilemem import EMBEDDED_SERVER_QUIET
+
+QUIET = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+         "PREFECT_LOGGING_TO_API_ENABLED": "false", **EMBEDDED_SERVER_QUIET}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_server():
+    saved = {name: os.environ.get(name) for name in QUIET}
+    os.environ.update(QUIET)
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -1,0 +1,29 @@
+"""Helpers for end-to-end runs: the CLI in-process against the shared simulator, and file readers."""
+
+import json
+from pathlib import Path
+
+from flows.mobilemem import main
+from mobilemem.records import ErrorLine, SummaryFile
+from mobilemem.rundir import RunDir, read_lines, read_record
+
+API_KEY = "sk-PLANTED-e2e-0123456789abcdef"
+
+
+def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str) -> tuple[int, RunDir]:
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_BASE_URL", sim.base_url)
+    code = main(["--dataset", str(dataset), "--output", str(output), *extra])
+    return code, RunDir.for_output(output, "qwen3.8-max")
+
+
+def summary(run: RunDir) -> SummaryFile:
+    return read_record(run.summary, SummaryFile)
+
+
+def errors(run: RunDir) -> list[ErrorLine]:
+    return read_lines(run.errors, ErrorLine)
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())

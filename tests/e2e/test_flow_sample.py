@@ -1,0 +1,125 @@
+"""A fault-free run of the sample dataset through the real flow, CLI and simulator."""
+
+import json
+
+import pytest
+
+from conftest import MARKER
+from flows.mobilemem import main
+from mobilemem.records import (
+    AnswerResponseFile,
+    IndexResponseFile,
+    JobFile,
+    JudgeSettingsFile,
+    JudgmentFile,
+    MemoryUsageFile,
+    MetricsFile,
+    ResultLine,
+    RunFile,
+    SessionFile,
+    SummaryFile,
+)
+from mobilemem.rundir import read_lines, read_record
+from mobilemem.summary import summarize_run
+from e2e.runs import API_KEY, run_cli, summary
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sample_run(sample_root, simulator, tmp_path_factory):
+    simulator.reset()
+    with pytest.MonkeyPatch.context() as mp:
+        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
+    requests = simulator.requests
+    simulator.reset()
+    return code, run, requests
+
+
+def test_exit_0_and_every_file_of_the_layout(sample_run):
+    code, run, _ = sample_run
+    assert code == 0
+    manifest = read_record(run.run, RunFile)
+    assert manifest.state == "completed" and manifest.finished_at and not manifest.simulated
+    assert set(manifest.prompt_sha256) >= {"answer_system", "auto_memory_system", "qa_text_memory"}
+    assert manifest.package_versions["prefect"].startswith("3.9")
+    read_record(run.judge_settings, JudgeSettingsFile)
+    assert run.errors.read_text() == "" and run.cleanup_errors.read_text() == ""
+    assert "user 0: sessions 4/4" in run.log.read_text()
+    for user_id in manifest.users:
+        user = run.user(user_id)
+        assert all(read_record(p, SessionFile).success for p in user.sessions.glob("*.json"))
+        assert len(list(user.sessions.glob("*.json"))) == 4
+        assert read_record(user.index_response, IndexResponseFile).success
+        assert read_record(user.memory_usage, MemoryUsageFile).sessions == 4
+    for planned in manifest.questions:
+        q = run.user(planned.user_id).question(planned.question_id)
+        assert read_record(q.job, JobFile).question_id == planned.question_id
+        assert read_record(q.answer_response, AnswerResponseFile).response.success
+        assert read_record(q.judgment, JudgmentFile).label == "CORRECT"
+        read_record(q.metrics, MetricsFile)
+        assert not q.error.exists()
+
+
+def test_summary_and_results_are_a_function_of_the_files(sample_run, capsys):
+    _, run, _ = sample_run
+    written = summary(run)
+    assert (written.expected, written.answered, written.judged, written.scored) == (9, 9, 9, 9)
+    assert written.overall.accuracy == 1.0 and written.gaps == {}
+    recomputed, results = summarize_run(run.root)
+    assert recomputed == written
+    assert read_lines(run.results, ResultLine) == results
+    before = run.summary.read_bytes(), run.results.read_bytes()
+    assert main(["summarize", str(run.root)]) == 0
+    assert (run.summary.read_bytes(), run.results.read_bytes()) == before
+    assert "scored 9/9 questions" in capsys.readouterr().out
+
+
+def test_usage_equals_the_simulators_successful_candidate_requests(sample_run):
+    _, run, requests = sample_run
+    usage = summary(run).usage
+    candidate = [r for r in requests if r.role in ("ingest", "answer", "compression") and r.status == 200]
+    judge = [r for r in requests if r.role == "judge"]
+    assert len(judge) == 9
+    memory = sum(r.usage["total_tokens"] for r in candidate if r.role == "ingest")
+    answer = sum(r.usage["total_tokens"] for r in candidate if r.role == "answer")
+    assert usage.memory.tokens.value == memory and usage.answer.tokens.value == answer
+    assert usage.memory.requests + usage.answer.requests == len(candidate)
+    assert usage.mean_tokens_per_user.value == (memory + answer) / 3
+    assert usage.mean_tokens_per_question.value == answer / 9
+
+
+def test_the_candidate_never_sees_a_reference_and_no_key_is_written(sample_run):
+    _, run, requests = sample_run
+    candidate = [r for r in requests if r.role != "judge"]
+    assert not [r.id for r in candidate if MARKER in json.dumps(r.body, ensure_ascii=False)]
+    leaked = [p for p in run.root.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_existing_run_directory_is_refused_untouched(sample_run, sample_root, capsys, monkeypatch, simulator):
+    _, run, _ = sample_run
+    before = sorted((p.relative_to(run.root), p.stat().st_mtime_ns) for p in run.root.rglob("*"))
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_BASE_URL", simulator.base_url)
+    assert main(["--dataset", str(sample_root), "--output", str(run.root.parents[1])]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert sorted((p.relative_to(run.root), p.stat().st_mtime_ns) for p in run.root.rglob("*")) == before
+
+
+def test_missing_credentials_refuse_in_one_line(sample_root, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    monkeypatch.delenv("LLM_BASE_URL", raising=False)
+    assert main(["--dataset", str(sample_root), "--output", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "LLM_API_KEY" in err and "--simulate" in err
+    assert not (tmp_path / "mobilemem").exists()
+
+
+def test_simulate_runs_without_credentials(sample_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("LLM_API_KEY", "ignored")
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: --simulate must ignore it
+    assert main(["--dataset", str(sample_root), "--output", str(tmp_path), "--simulate", "--users", "2",
+                 "--limit-questions", "1"]) == 0
+    written = read_record(tmp_path / "mobilemem" / "qwen3.8-max" / "summary.json", SummaryFile)
+    assert written.simulated and written.scored == 1 and written.users == 1
