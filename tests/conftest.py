@@ -46,3 +46,12 @@ def sim(simulator: Simulator) -> Iterator[Simulator]:
     yield simulator
     simulator.wait_idle()  # a request a test gave up on (timeout fault) may still be sleeping
     simulator.reset()
+
+
+@pytest.fixture(scope="session")
+def shared_reference() -> Path:
+    """The project's shared protocol reference texts (beside the checkout, as in CI)."""
+    folder = ROOT.parent / "shared" / "reference"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not beside this checkout")
+    return folder

@@ -5,7 +5,7 @@ import pytest
 
 from mobilemem.metrics import bleu1, overlap_scores, token_f1, tokens
 
-VECTORS = json.loads((Path(__file__).resolve().parents[2] / "shared" / "reference" / "metric_vectors.json").read_text())
+VECTORS = json.loads((Path(__file__).parent / "data" / "reference" / "metric_vectors.json").read_text())
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[f"{v['prediction'][:20]}|{v['reference'][:20]}" for v in VECTORS])

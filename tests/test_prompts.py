@@ -1,14 +1,10 @@
 import hashlib
-from pathlib import Path
 
 from mobilemem import qa_template
 from mobilemem.prompts import PROMPT_NAMES, prompt, prompt_hashes
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-
-
-def test_official_template_is_shipped_verbatim():
-    assert prompt("qa_text_memory") == (REFERENCE / "mobilemem_qa_text_memory.txt").read_text(encoding="utf-8")
+def test_official_template_is_shipped_verbatim(shared_reference):
+    assert prompt("qa_text_memory") == (shared_reference / "mobilemem_qa_text_memory.txt").read_text(encoding="utf-8")
 
 
 def test_render_fills_both_placeholders_once():

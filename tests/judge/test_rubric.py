@@ -1,11 +1,7 @@
-from pathlib import Path
-
 import pytest
 
 from mobilemem.dataset import JudgeQuestion
 from mobilemem_judge import RUBRICS, fill, rubric_text
-
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
 
 
 def _question(answer, evidence) -> JudgeQuestion:
@@ -13,9 +9,10 @@ def _question(answer, evidence) -> JudgeQuestion:
                          question_type="visual_reasoning", question_format="open", difficulty="easy", language="en")
 
 
-def test_rubrics_are_shipped_byte_for_byte():
-    assert rubric_text("mobilemem-omni-judge").encode() == (REFERENCE / "membase_mobilemem_omni_judge.txt").read_bytes()
-    assert rubric_text("mobilemem-llm-judge").encode() == (REFERENCE / "mobilemem_llm_judge.txt").read_bytes()
+def test_rubrics_are_shipped_byte_for_byte(shared_reference):
+    omni = (shared_reference / "membase_mobilemem_omni_judge.txt").read_bytes()
+    assert rubric_text("mobilemem-omni-judge").encode() == omni
+    assert rubric_text("mobilemem-llm-judge").encode() == (shared_reference / "mobilemem_llm_judge.txt").read_bytes()
     with pytest.raises(KeyError):
         rubric_text("nope")
 
