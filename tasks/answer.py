@@ -15,10 +15,10 @@ from mobilemem.candidate import answer
 from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
-from mobilemem.records import AnswerResponseFile, ErrorFile, GapStage, JobFile
+from mobilemem.records import AnswerResponseFile, GapStage, JobFile
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
-from tasks.outcome import StepOutcome
+from tasks.outcome import StepOutcome, record_gap
 
 
 def write_job(job: CandidateQuestion, user: UserContext) -> None:
@@ -29,10 +29,7 @@ def write_job(job: CandidateQuestion, user: UserContext) -> None:
 async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
                         error_id: str | None) -> StepOutcome:
     write_job(job, user)
-    write_record(user.run.user(user.user_id).question(job.question_id).error, ErrorFile(
-        user_id=job.user_id, question_id=job.question_id, stage=stage, reason=reason, error_id=error_id))
-    await user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage)
+    return await record_gap(user, job.question_id, stage, reason, error_id)
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
@@ -60,7 +57,4 @@ async def answer_question(job: CandidateQuestion, user: UserContext, memory: Use
         return StepOutcome(success=True, answer=response.answer if response else "")
     append_error(user.run, error)
     reason = (response.error_kind if response else None) or error.error_type
-    write_record(paths.error, ErrorFile(user_id=job.user_id, question_id=job.question_id, stage="answer",
-                                        reason=reason, detail=error.reason, error_id=error.id))
-    await user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error.id, gap_stage="answer")
+    return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)

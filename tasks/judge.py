@@ -13,10 +13,10 @@ from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.metrics import overlap_scores
-from mobilemem.records import ErrorFile, JudgmentFile, MetricsFile
+from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
-from tasks.outcome import StepOutcome
+from tasks.outcome import StepOutcome, record_gap
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
@@ -51,7 +51,4 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
     assert error is not None
     append_error(user.run, error)
     reason = (judgment.error_kind if judgment else None) or error.error_type
-    write_record(paths.error, ErrorFile(user_id=question.user_id, question_id=question.question_id, stage="judge",
-                                        reason=reason, detail=error.reason, error_id=error.id))
-    await user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error.id, gap_stage="judge")
+    return await record_gap(user, question.question_id, "judge", reason, error.id, error.reason)
