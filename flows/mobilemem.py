@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -32,10 +33,12 @@ if __name__ == "__main__" and not __package__:
     raise SystemExit(main())
 
 from prefect import flow
+from prefect.exceptions import TerminationSignal
 
 from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
@@ -87,12 +90,17 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
 
 
 async def _user(context: RunContext, user_id: int) -> None:
+    """One user's subflow; a failure of the subflow itself (not of a step) is recorded, not raised."""
     async with context.users:
-        state = await evaluate_user(user_id, context.run.root, return_state=True)
-    if state.is_failed():
-        exc = await state.aresult(raise_on_failure=False)
-        append_error(context.run, error_record(exc if isinstance(exc, BaseException) else MobilememError(str(exc)),
-                                               stage="run", user_id=user_id))
+        try:
+            state = await evaluate_user(user_id, context.run.root, return_state=True)
+            failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
+        except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
+            failure = exc
+    raise_if_cancelled()  # an interrupted run stops here; its unfinished users are not errors
+    if failure is not None:
+        exc = failure if isinstance(failure, BaseException) else MobilememError(str(failure))
+        append_error(context.run, error_record(exc, stage="run", user_id=user_id))
 
 
 @flow(name="mobilemem", retries=0, persist_result=False)
@@ -196,6 +204,10 @@ def _console_logging() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise TerminationSignal(signal=signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["summarize"]:
@@ -216,12 +228,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     _console_logging()
     for name, value in EMBEDDED_SERVER_QUIET.items():
         os.environ.setdefault(name, value)
+    # SIGINT cancels the flow through asyncio (even if a shell started us with it ignored); while a
+    # flow runs, Prefect turns SIGTERM into TerminationSignal, and before that we do the same.
+    # Either way asyncio cancels every step on the way out, then the run is closed as interrupted.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         summary = asyncio.run(mobilemem(**params))
-    except KeyboardInterrupt:
-        write_summary(plan.run.root)
+    except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
+        run_setup.mark_interrupted(plan.run)
         print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(_headline(plan.run.root, summary))
     return 2 if summary.cleanup_error_count else 0
 

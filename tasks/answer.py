@@ -15,6 +15,7 @@ from mobilemem.candidate import answer
 from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile, GapStage, JobFile
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
@@ -43,6 +44,7 @@ async def answer_question(job: CandidateQuestion, user: UserContext, memory: Use
         try:
             response = await answer.answer_question(job, memory, user.candidate_model, user.config.candidate)
         except Exception as exc:
+            raise_if_cancelled()
             error = error_record(exc, stage="answer", **ids)
     latency = time.perf_counter() - clock
     if response is not None and not response.success:

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mobilemem.candidate.index import MemoryIndex
 from mobilemem.errors import error_record
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
 from mobilemem.rundir import append_error, read_record, write_record
 from mobilemem.usage import summarize
@@ -26,6 +27,7 @@ async def build_index(user: UserContext) -> StepOutcome:
     try:
         _, response = await asyncio.to_thread(MemoryIndex.build, user.workspace)
     except Exception as exc:
+        raise_if_cancelled()
         error = error_record(exc, stage="index", user_id=user.user_id)
         append_error(user.run, error)
         write_record(paths.index_response, IndexResponseFile(

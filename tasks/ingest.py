@@ -11,6 +11,7 @@ from mobilemem import usage
 from mobilemem.candidate import ingest
 from mobilemem.dataset import CandidateSession
 from mobilemem.errors import error_record, failure_record
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
@@ -28,6 +29,7 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
             response = await ingest.ingest_session(session, user.dataset_root, user.workspace,
                                                    user.candidate_model, user.config.candidate)
         except Exception as exc:
+            raise_if_cancelled()
             error = error_record(exc, stage="ingest", **ids)
     if response is not None and not response.success:
         error = failure_record(stage="ingest", error_type=response.error_kind or "failed",

@@ -13,6 +13,7 @@ from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.metrics import overlap_scores
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
@@ -30,6 +31,7 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
             judgment = await mobilemem_judge.judge_answer(question, prediction, user.judge_model,
                                                           user.config.judge.rubric)
         except Exception as exc:
+            raise_if_cancelled()
             error = error_record(exc, stage="judge", **ids)
     if judgment is not None and not judgment.success:
         error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",

@@ -31,9 +31,12 @@ class UserProgress:
                 f"{self.questions}, judged {self.judged}/{self.questions}, gaps {self.gaps}")
 
     async def start(self) -> None:
-        self.artifact_id = await acreate_progress_artifact(
-            progress=self.fraction, key=f"user-{self.user_id}-progress",
-            description=f"user {self.user_id}: {self.sessions} sessions, {self.questions} questions")
+        try:
+            self.artifact_id = await acreate_progress_artifact(
+                progress=self.fraction, key=f"user-{self.user_id}-progress",
+                description=f"user {self.user_id}: {self.sessions} sessions, {self.questions} questions")
+        except Exception as exc:
+            console.debug("progress artifact not created: %s", type(exc).__name__)
         console.info(self.line())
 
     async def bump(self, **counts: int) -> None:
@@ -46,5 +49,9 @@ class UserProgress:
         await self._publish(100.0)
 
     async def _publish(self, value: float) -> None:
+        """Best effort: the dashboard's view must never fail or stop the evaluation."""
         if self.artifact_id is not None:
-            await aupdate_progress_artifact(self.artifact_id, value)
+            try:
+                await aupdate_progress_artifact(self.artifact_id, value)
+            except Exception as exc:  # the API may be gone while a run is being interrupted
+                console.debug("progress artifact not updated: %s", type(exc).__name__)

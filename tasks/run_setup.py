@@ -30,6 +30,7 @@ from mobilemem.prompts import prompt_hashes
 from mobilemem.records import PlannedQuestion, RunFile, RunState
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from tasks.context import RunContext, register, release
+from tasks.finalize import write_summary
 from tasks.progress import UserProgress
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "agentscope", "prefect", "openai", "httpx", "bm25s",
@@ -164,3 +165,13 @@ async def close_run(context: RunContext, state: RunState) -> None:
     write_record(context.run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
     release(context.run)
     _drop_run_log(context.log_handler)
+
+
+def mark_interrupted(run: RunDir) -> None:
+    """After an interrupt: run.json says so (if the flow could not), and summary.json covers what completed."""
+    if not run.run.exists():
+        return
+    manifest = read_record(run.run, RunFile)
+    if manifest.state == "running":
+        write_record(run.run, manifest.model_copy(update={"state": "interrupted", "finished_at": datetime.now(UTC)}))
+    write_summary(run.root)

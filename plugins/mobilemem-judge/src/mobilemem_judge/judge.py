@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
 from mobilemem.records import DecidedBy, Label
 from mobilemem_judge.parse import parse_label
 from mobilemem_judge.rubric import fill
@@ -42,7 +42,9 @@ async def _reply_text(model: ChatModelBase, prompt: str) -> str:
 async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatModelBase, rubric: str) -> Judgment:
     try:
         raw = await _reply_text(model, fill(rubric, question, prediction))
+        raise_if_cancelled()
     except MODEL_CALL_ERRORS as exc:
+        raise_if_cancelled()  # a request cut short by an interrupt is not a failure
         return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=failure_kind(exc),
                         error=describe(exc))
     parsed = parse_label(raw)

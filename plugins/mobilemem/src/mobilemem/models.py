@@ -11,6 +11,7 @@ client whose `RecordingTransport` observes every exchange for the usage policy.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from typing import Literal
@@ -96,6 +97,14 @@ def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatMod
 async def close_chat_model(model: OpenAIChatModel) -> None:
     """Close the model's HTTP client (and its connection pool)."""
     await model.client.close()
+
+
+def raise_if_cancelled() -> None:
+    """Propagate a cancellation that a library swallowed (AgentScope turns one into an interrupted
+    reply): work stopped because the run is being interrupted is not a technical gap."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def failure_kind(exc: BaseException) -> str:

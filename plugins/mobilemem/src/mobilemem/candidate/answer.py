@@ -19,7 +19,7 @@ from mobilemem.candidate.tools import MemoryTools, UserMemory
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
 from mobilemem.prompts import prompt
 from mobilemem.records import AnswerResponse, ToolCallRecord
 
@@ -41,6 +41,7 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
         try:
             async with asyncio.timeout(preset.answer_timeout_s):
                 reply = await agent.reply(message)
+            raise_if_cancelled()  # after the budget's own cancellation was taken back
             finished, error = reply_outcome(reply)
             answer = reply.get_text_content() or ""
             kind = (finished or "error") if error else None
@@ -48,6 +49,7 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
             finished, kind = "interrupted", "answer budget exceeded"
             error = f"the answer exceeded its {preset.answer_timeout_s:g} s budget"
         except MODEL_CALL_ERRORS as exc:
+            raise_if_cancelled()  # a request cut short by an interrupt is not a failure
             error, kind = describe(exc), failure_kind(exc)
         finally:
             save_trajectory(agent, trajectory, tools.sent_images)

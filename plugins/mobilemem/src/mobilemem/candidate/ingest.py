@@ -29,7 +29,7 @@ from mobilemem.candidate.workspace import Workspace
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateSession
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
 from mobilemem.prompts import prompt
 from mobilemem.records import FinishedReason
 
@@ -104,9 +104,11 @@ async def ingest_session(session: CandidateSession, dataset_root: Path, ws: Work
     finished, error, kind = None, None, None
     try:
         reply = await agent.reply(render_session(session, images, transcript))
+        raise_if_cancelled()
         finished, error = reply_outcome(reply)
         kind = finished if error else None
     except MODEL_CALL_ERRORS as exc:
+        raise_if_cancelled()  # a request cut short by an interrupt is not a failure
         error, kind = describe(exc), failure_kind(exc)
     finally:
         refresh_digest(ws, context.date)
