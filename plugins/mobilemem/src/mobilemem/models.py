@@ -12,6 +12,7 @@ client whose `RecordingTransport` observes every exchange for the usage policy.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Mapping
 from typing import Literal
@@ -29,8 +30,10 @@ from mobilemem.usage import RecordingTransport
 
 Role = Literal["candidate", "judge"]
 SIMULATED_KEY = "simulated-key"
-# What a failed model call raises below the agent: HTTP status, connection, timeout, bad body.
-MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, ModelCallError)
+# What a failed model call raises below the agent: HTTP status, connection, timeout, and a body
+# that is not JSON (the openai SDK lets json.JSONDecodeError through).
+MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, json.JSONDecodeError,
+                                                      ModelCallError)
 
 
 class Endpoint(BaseModel):
@@ -115,7 +118,7 @@ def failure_kind(exc: BaseException) -> str:
         return f"HTTP {exc.status_code}"
     if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
         return "connection error"
-    if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
         return "malformed response"
     return type(exc).__name__
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent, ContextConfig, InjectionConfig, ModelConfig, ReActConfig
+from agentscope.event import ToolResultEndEvent, ToolResultStartEvent, ToolResultTextDeltaEvent
 from agentscope.message import Msg, ToolResultState
 from agentscope.model import ChatModelBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
@@ -21,9 +22,10 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from mobilemem.config import CandidatePreset
 from mobilemem.errors import sanitize
-from mobilemem.records import ObservedRequest
+from mobilemem.records import ObservedRequest, ToolCallRecord
 from mobilemem.rundir import write_bytes_atomic
 
+MAX_TOOL_ERROR = 500
 ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed by the benchmark runner")
 
 
@@ -68,17 +70,34 @@ def save_trajectory(agent: Agent, path: Path, saved: Mapping[str, str]) -> None:
     write_bytes_atomic(path, json.dumps(state, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
-def tool_calls(agent: Agent) -> list[tuple[str, bool, str | None]]:
-    """(name, ok, error text) of every tool call in the agent's context, in order."""
-    calls = []
-    for msg in agent.state.context:
-        for block in msg.content if isinstance(msg.content, list) else []:
-            if getattr(block, "type", None) == "tool_result":
-                ok = block.state == ToolResultState.SUCCESS
-                output = block.output if isinstance(block.output, str) else " ".join(
-                    getattr(part, "text", "") for part in block.output or [])
-                calls.append((block.name, ok, None if ok else output[:500]))
-    return calls
+class ReplyTrace:
+    """What one reply did, gathered from the agent's event stream as it happens (so context
+    compression, which rewrites the agent's history, cannot hide a tool call)."""
+
+    def __init__(self) -> None:
+        self.reply: Msg | None = None
+        self.tool_calls: list[ToolCallRecord] = []
+        self._names: dict[str, str] = {}
+        self._texts: dict[str, str] = {}
+
+    def _see(self, item: object) -> None:
+        if isinstance(item, Msg):
+            self.reply = item
+        elif isinstance(item, ToolResultStartEvent):
+            self._names[item.tool_call_id], self._texts[item.tool_call_id] = item.tool_call_name, ""
+        elif isinstance(item, ToolResultTextDeltaEvent):
+            self._texts[item.tool_call_id] = (self._texts.get(item.tool_call_id, "") + item.delta)[:MAX_TOOL_ERROR]
+        elif isinstance(item, ToolResultEndEvent):
+            ok = item.state == ToolResultState.SUCCESS
+            self.tool_calls.append(ToolCallRecord(name=self._names.get(item.tool_call_id, "?"), ok=ok,
+                                                  error=None if ok else self._texts.get(item.tool_call_id)))
+
+    async def run(self, agent: Agent, message: Msg) -> Msg:
+        async for item in agent.reply_stream(message, yield_final_msg=True):
+            self._see(item)
+        if self.reply is None:
+            raise RuntimeError("the agent ended without a final message")
+        return self.reply
 
 
 def reply_outcome(reply: Msg) -> tuple[str | None, str | None]:

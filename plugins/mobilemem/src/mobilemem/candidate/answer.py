@@ -14,14 +14,14 @@ from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 
 from mobilemem import qa_template, usage
-from mobilemem.candidate.agent import build_agent, model_turns, reply_outcome, save_trajectory, tool_calls
+from mobilemem.candidate.agent import ReplyTrace, build_agent, model_turns, reply_outcome, save_trajectory
 from mobilemem.candidate.tools import MemoryTools, UserMemory
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe
 from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
 from mobilemem.prompts import prompt
-from mobilemem.records import AnswerResponse, ToolCallRecord
+from mobilemem.records import AnswerResponse
 
 
 async def answer_question(job: CandidateQuestion, memory: UserMemory, model: ChatModelBase,
@@ -37,10 +37,11 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
     message = UserMsg(name="user", content=[TextBlock(text=qa_template.render(job.question))])
     trajectory = memory.ws.trajectories / f"answer-{job.question_id}.json"
     answer, finished, error, kind = None, None, None, None
+    trace = ReplyTrace()
     with usage.scope() as own:
         try:
             async with asyncio.timeout(preset.answer_timeout_s):
-                reply = await agent.reply(message)
+                reply = await trace.run(agent, message)
             raise_if_cancelled()  # after the budget's own cancellation was taken back
             finished, error = reply_outcome(reply)
             answer = reply.get_text_content() or ""
@@ -57,5 +58,5 @@ async def answer_question(job: CandidateQuestion, memory: UserMemory, model: Cha
     return AnswerResponse(
         success=error is None, answer=answer if error is None else None, finished_reason=finished,
         truncated=bool(turns) and turns[-1].finish_reason == "length", iterations=len(turns),
-        tool_calls=[ToolCallRecord(name=n, ok=ok, error=e) for n, ok, e in tool_calls(agent)],
+        tool_calls=trace.tool_calls,
         trajectory_path=trajectory.relative_to(memory.ws.root).as_posix(), error_kind=kind, error=error)

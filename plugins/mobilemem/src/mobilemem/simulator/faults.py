@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from . import policy
 from .usage_rules import tool_names
 
-HTTP_KINDS = frozenset({"http_500", "http_429", "timeout", "reset", "malformed"})
-REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated"})
+HTTP_KINDS = frozenset({"http_500", "http_429", "http_401_echo", "timeout", "reset", "malformed"})
+REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated",
+                         "tool_call"})
 KINDS = HTTP_KINDS | REPLY_KINDS
 ROLES = frozenset({"ingest", "answer", "judge", "compression", "plain", "*"})
 TRUNCATED_WORDS = 3
@@ -29,6 +30,8 @@ class FaultRule:
     kind: str
     times: int | None = None
     delay_s: float = 30.0
+    tool: str = ""  # kind "tool_call": call this tool ...
+    arguments: str = ""  # ... with these raw arguments (hostile paths, huge text, anything)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -74,13 +77,16 @@ def main_tool(role: str, body: dict) -> str:
     return wanted if wanted in names else (names[0] if names else "no_tool_offered")
 
 
-def rewrite(kind: str | None, role: str, body: dict, completion: policy.Completion) -> policy.Completion:
+def rewrite(kind: str | None, role: str, body: dict, completion: policy.Completion,
+            rule_tool: tuple[str, str] | None = None) -> policy.Completion:
     """The completion a reply-level fault sends instead of ``completion`` (unchanged otherwise)."""
     final = body.get("tool_choice") == "none"
     if kind == "empty_reply":
         return policy.complete(body, "", finish_reason="stop")
     if kind == "invalid_tool_args":
         return policy.complete(body, tool_calls=[{"name": main_tool(role, body), "arguments": '{"query": '}])
+    if kind == "tool_call" and rule_tool is not None and not final:
+        return policy.complete(body, tool_calls=[{"name": rule_tool[0], "arguments": rule_tool[1]}])
     if kind == "unknown_tool":
         return policy.complete(body, tool_calls=[{"name": "no_such_tool", "arguments": "{}"}])
     if kind == "endless_tool_calls" and not final:

@@ -2,7 +2,8 @@
 
 Stdlib only (``ThreadingHTTPServer``, HTTP/1.1 keep-alive, chunked server-sent events for
 streams). What to answer comes from ``policy``; which requests misbehave from ``faults``.
-Request headers (and so API keys) are never read, logged or stored.
+Request headers (and so API keys) are never logged or stored; only the `http_401_echo` fault reads
+the Authorization header, to quote it back in its error as some providers do.
 """
 
 from __future__ import annotations
@@ -197,6 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, entry: LoggedRequest, body: dict, rule: FaultRule | None) -> None:
         kind = rule.kind if rule else None
+        if kind == "http_401_echo":  # like providers that quote the rejected key: tests the runner's scrubbing
+            entry.status = 401
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            return self._error(401, f"Incorrect API key provided: {key}", "invalid_request_error")
         if kind in ("http_500", "http_429"):
             entry.status = int(kind[5:])
             return self._error(entry.status, f"simulated fault {kind}", "server_error" if kind == "http_500"
@@ -204,7 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
         if rule is not None and kind == "timeout":
             self.server.simulator._pause(rule.delay_s)
         try:
-            completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body))
+            completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body),
+                                             (rule.tool, rule.arguments) if rule else None)
         except Exception as exc:  # a policy bug must reach the client as a 500, not a hang
             entry.status = 500
             return self._error(500, f"simulator policy failed: {type(exc).__name__}: {exc}", "server_error")
