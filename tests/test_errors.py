@@ -14,10 +14,12 @@ def test_sanitize_scrubs_every_credential_shape():
     text = (
         f"Error code: 401 - incorrect API key provided: {KEY}. headers={{'Authorization': 'Bearer {KEY}'}} "
         f"url=https://user:pa55word@api.example.test/v1 api_key={KEY} x-api-key: abc123secret "
+        f"auth=Basic dXNlcjpwYTU1d29yZA== "
         f"image=data:image/png;base64,{payload} raw={payload} env my-plain-secret-value"
     )
     clean = sanitize(text)
-    for secret in (KEY, "pa55word", "abc123secret", payload[:60], "my-plain-secret-value", "user:"):
+    for secret in (KEY, "pa55word", "abc123secret", payload[:60], "my-plain-secret-value", "user:",
+                   "dXNlcjpwYTU1d29yZA"):
         assert secret not in clean
     assert "Error code: 401" in clean
     assert "api.example.test/v1" in clean

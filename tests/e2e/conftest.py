@@ -22,3 +22,16 @@ def prefect_server():
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def baseline_run(sample_root, simulator, tmp_path_factory):
+    """The fault-free run of the sample every fault scenario is compared with: (exit, RunDir, requests)."""
+    from e2e.runs import run_cli
+
+    simulator.reset()
+    with pytest.MonkeyPatch.context() as mp:
+        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("baseline"))
+    requests = simulator.requests
+    simulator.reset()
+    return code, run, requests

@@ -10,9 +10,10 @@ from mobilemem.rundir import RunDir, read_lines, read_record
 API_KEY = "sk-PLANTED-e2e-0123456789abcdef"
 
 
-def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str) -> tuple[int, RunDir]:
+def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str, base_url: str | None = None
+            ) -> tuple[int, RunDir]:
     monkeypatch.setenv("LLM_API_KEY", API_KEY)
-    monkeypatch.setenv("LLM_BASE_URL", sim.base_url)
+    monkeypatch.setenv("LLM_BASE_URL", base_url or sim.base_url)
     code = main(["--dataset", str(dataset), "--output", str(output), *extra])
     return code, RunDir.for_output(output, "qwen3.8-max")
 

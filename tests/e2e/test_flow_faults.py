@@ -1,17 +1,29 @@
-"""Failures are data: one run of the sample with a failing session, answer and judgment, plus an
-injected cleanup error; and a larger fault-free run that shows the concurrency limits hold."""
+"""Failures are data: one run of the sample where every stage fails once (session, index, answer,
+judgment), compared with the fault-free baseline, plus an injected cleanup error and planted
+secrets; and a larger fault-free run that shows the concurrency limits hold."""
 
+import json
 import sys
 from datetime import datetime
 
 import pytest
+from prefect.client.orchestration import get_client
 
 from conftest import ROOT
-from mobilemem.dataset import load_dataset
-from mobilemem.records import AnswerResponseFile, ErrorFile, JudgmentFile, RunFile, SessionFile
-from mobilemem.rundir import read_record
-from mobilemem.simulator import FaultRule
 from e2e.runs import API_KEY, errors, run_cli, summary
+from mobilemem.candidate.index import MemoryIndex
+from mobilemem.dataset import load_dataset
+from mobilemem.records import (
+    AnswerResponseFile,
+    ErrorFile,
+    IndexResponseFile,
+    JudgmentFile,
+    ResultLine,
+    RunFile,
+    SessionFile,
+)
+from mobilemem.rundir import read_lines, read_record
+from mobilemem.simulator import FaultRule
 
 sys.path.insert(0, str(ROOT / "examples"))
 from generate_sample import generate  # noqa: E402
@@ -19,18 +31,32 @@ from generate_sample import generate  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
+URL_SECRET = "urlpass-PLANTED-4242"
+
+
 @pytest.fixture(scope="module")
 def faulty_run(sample_root, simulator, tmp_path_factory):
+    """Every stage fails once: user 1's session 1_2 (HTTP 500), user 2's index build (an exception),
+    one answer of user 0 (HTTP 401 quoting the API key back) and one judgment of user 0 (no label).
+    The base URL carries credentials too, and cleaning up fails."""
     dataset = load_dataset(sample_root)
-    answer_q = dataset.users[0].questions[1]
-    judge_q = dataset.users[2].questions[0]
+    answer_q, judge_q = dataset.users[0].questions[1], dataset.users[0].questions[2]
     simulator.reset()
     simulator.faults = [FaultRule(role="ingest", contains="Session 1_2,", kind="http_500"),
-                        FaultRule(role="answer", contains=answer_q.question, kind="http_500"),
+                        FaultRule(role="answer", contains=answer_q.question, kind="http_401_echo"),
                         FaultRule(role="judge", contains=judge_q.question, kind="empty_reply")]
+    real_build = MemoryIndex.build
+
+    def failing_build(ws):
+        if ws.root.parent.name == "2":
+            raise OSError("disk full while writing the index (injected)")
+        return real_build(ws)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MOBILEMEM_INJECT_CLEANUP_ERROR", "1")
-        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
+        mp.setattr(MemoryIndex, "build", staticmethod(failing_build))
+        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"),
+                            base_url=simulator.base_url.replace("http://", f"http://bob:{URL_SECRET}@"))
     requests = simulator.requests
     simulator.reset()
     return code, run, requests, answer_q, judge_q
@@ -40,7 +66,7 @@ def test_cleanup_error_gives_exit_2_and_keeps_the_results(faulty_run):
     code, run, _, _, _ = faulty_run
     assert code == 2
     assert summary(run).cleanup_error_count == 1 and "MOBILEMEM_INJECT_CLEANUP_ERROR" in run.cleanup_errors.read_text()
-    assert summary(run).scored == 4  # user 0: 2 of 3, user 2: 2 of 3, user 1: none
+    assert summary(run).scored == 1  # user 0: 1 of 3; users 1 (history) and 2 (index): none
 
 
 def test_a_failed_session_ends_only_that_users_history(faulty_run):
@@ -56,25 +82,37 @@ def test_a_failed_session_ends_only_that_users_history(faulty_run):
         assert (gap.stage, gap.reason, gap.error_id) == ("history", "ingest failed: HTTP 500", ingest_error.id)
         assert q.job.exists() and not q.answer_response.exists()
     assert not [r for r in requests if r.role == "answer" and "我去" in str(r.body)]  # user 1 never answered
-    for other in (0, 2):
-        assert run.user(other).memory_usage.exists()
+    assert run.user(0).memory_usage.exists()
+
+
+def test_an_index_failure_blocks_only_that_users_questions(faulty_run):
+    _, run, _, _, _ = faulty_run
+    user = run.user(2)
+    assert len(list(user.sessions.glob("*.json"))) == 4 and not user.memory_usage.exists()
+    index = read_record(user.index_response, IndexResponseFile)
+    [index_error] = [e for e in errors(run) if e.stage == "index"]
+    assert not index.success and index.error_id == index_error.id and "disk full" in index_error.reason
+    for qid in ("2_q_1", "2_q_2", "2_q_3"):
+        gap = read_record(user.question(qid).error, ErrorFile)
+        assert (gap.stage, gap.reason, gap.error_id) == ("index", "OSError", index_error.id)
 
 
 def test_a_failed_answer_is_an_answer_gap_after_exactly_one_attempt(faulty_run):
     _, run, requests, answer_q, _ = faulty_run
     attempts = [r for r in requests if r.role == "answer" and answer_q.question in str(r.body)]
-    assert len(attempts) == 1 and attempts[0].status == 500
+    assert len(attempts) == 1 and attempts[0].status == 401
     q = run.user(0).question(answer_q.question_id)
     response = read_record(q.answer_response, AnswerResponseFile)
     assert response.response is not None and not response.response.success
     gap = read_record(q.error, ErrorFile)
-    assert (gap.stage, gap.reason) == ("answer", "HTTP 500") and gap.error_id in {e.id for e in errors(run)}
+    assert (gap.stage, gap.reason) == ("answer", "HTTP 401") and gap.error_id in {e.id for e in errors(run)}
+    assert "Incorrect API key provided: " in gap.detail and "[redacted]" in gap.detail
     assert not q.judgment.exists() and not q.metrics.exists()
 
 
 def test_an_unparseable_judgment_is_a_judge_gap_not_a_zero(faulty_run):
     _, run, _, _, judge_q = faulty_run
-    q = run.user(2).question(judge_q.question_id)
+    q = run.user(0).question(judge_q.question_id)
     judgment = read_record(q.judgment, JudgmentFile)
     assert not judgment.success and judgment.label is None and judgment.raw_reply == ""
     assert read_record(q.error, ErrorFile).stage == "judge" and not q.metrics.exists()
@@ -83,18 +121,42 @@ def test_an_unparseable_judgment_is_a_judge_gap_not_a_zero(faulty_run):
 def test_summary_counts_and_denominators(faulty_run):
     _, run, _, _, _ = faulty_run
     s = summary(run)
-    assert (s.expected, s.answered, s.judged, s.scored) == (9, 5, 4, 4)
-    assert s.gaps == {"answer": {"HTTP 500": 1}, "history": {"ingest failed: HTTP 500": 3},
+    assert (s.expected, s.answered, s.judged, s.scored) == (9, 2, 1, 1)
+    assert s.gaps == {"answer": {"HTTP 401": 1}, "history": {"ingest failed: HTTP 500": 3}, "index": {"OSError": 3},
                       "judge": {"unparseable reply": 1}}
-    assert s.overall.scored == 4 and s.overall.accuracy == 1.0
+    assert s.overall.scored == 1 and s.overall.accuracy == 1.0
     assert s.usage.mean_tokens_per_question.denominator == 9
-    assert s.usage.mean_tokens_per_user.completed == 2 and s.usage.mean_tokens_per_user.denominator == 3
+    assert s.usage.mean_tokens_per_user.completed == 1 and s.usage.mean_tokens_per_user.denominator == 3
     assert read_record(run.run, RunFile).state == "completed"
 
 
-def test_no_planted_key_anywhere_in_the_run_directory(faulty_run):
-    _, run, _, _, _ = faulty_run
-    assert [p for p in run.root.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()] == []
+async def test_no_planted_secret_anywhere_in_the_run_directory_log_or_artifacts(faulty_run):
+    _, run, requests, _, _ = faulty_run
+    assert any(r.status == 401 for r in requests)  # the key really was quoted back in an error
+    secrets = (API_KEY.encode(), URL_SECRET.encode())
+    assert [p for p in run.root.rglob("*") if p.is_file() and any(s in p.read_bytes() for s in secrets)] == []
+    async with get_client() as client:
+        artifacts = await client.read_artifacts()
+    dumped = json.dumps([a.model_dump(mode="json") for a in artifacts]).encode()
+    assert artifacts and not any(s in dumped for s in secrets)
+
+
+def test_other_questions_are_identical_to_the_fault_free_baseline(faulty_run, baseline_run):
+    _, run, _, answer_q, judge_q = faulty_run
+    _, baseline, _ = baseline_run
+    affected = {answer_q.question_id, judge_q.question_id}
+    ours = {r.question_id: r for r in read_lines(run.results, ResultLine)}
+    theirs = {r.question_id: r for r in read_lines(baseline.results, ResultLine)}
+    same = [qid for qid, r in ours.items() if r.status == "scored" and qid not in affected]
+    assert same == ["0_q_1"]
+    for qid in same:
+        assert ours[qid].model_dump(exclude={"answer_latency_s"}) == theirs[qid].model_dump(exclude={"answer_latency_s"})
+    for name in ("notes", "dialog"):
+        folder = {"notes": "memory/daily", "dialog": "memory/session/dialog"}[name]
+        mine = sorted(p.relative_to(run.root) for p in (run.user(0).workspace / folder).rglob("*") if p.is_file())
+        base = sorted(p.relative_to(baseline.root) for p in (baseline.user(0).workspace / folder).rglob("*")
+                      if p.is_file())
+        assert mine == base
 
 
 def _max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:

@@ -27,13 +27,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def sample_run(sample_root, simulator, tmp_path_factory):
-    simulator.reset()
-    with pytest.MonkeyPatch.context() as mp:
-        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
-    requests = simulator.requests
-    simulator.reset()
-    return code, run, requests
+def sample_run(baseline_run):
+    return baseline_run
 
 
 def test_exit_0_and_every_file_of_the_layout(sample_run):
@@ -123,3 +118,22 @@ def test_simulate_runs_without_credentials(sample_root, tmp_path, monkeypatch):
                  "--limit-questions", "1"]) == 0
     written = read_record(tmp_path / "mobilemem" / "qwen3.8-max" / "summary.json", SummaryFile)
     assert written.simulated and written.scored == 1 and written.users == 1
+
+
+def test_the_judge_sees_only_question_references_evidence_and_the_final_answer(sample_run, sample_root):
+    from mobilemem.dataset import load_dataset
+    from mobilemem_judge import fill
+
+    _, run, requests = sample_run
+    judge_questions = load_dataset(sample_root).judge_questions
+    expected = set()
+    for qid, question in judge_questions.items():
+        answer = read_record(run.user(question.user_id).question(qid).answer_response, AnswerResponseFile)
+        expected.add(fill("mobilemem-omni-judge", question, answer.response.answer))
+    sent = set()
+    for request in (r for r in requests if r.role == "judge"):
+        [message] = request.body["messages"]
+        [part] = message["content"]
+        sent.add(part["text"])
+        assert "tools" not in request.body
+    assert sent == expected

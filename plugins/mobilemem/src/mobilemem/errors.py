@@ -65,6 +65,7 @@ _SCRUBBERS: tuple[tuple[re.Pattern[str], str], ...] = (
     # header-style and assignment-style credentials
     (re.compile(r"(?i)\b(authorization|proxy-authorization)(['\"]?\s*[:=]\s*['\"]?)[^'\",}\n]+"), rf"\1\2{REDACTED}"),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), f"Bearer {REDACTED}"),
+    (re.compile(r"(?i)\bbasic\s+[A-Za-z0-9+/=]{8,}"), f"Basic {REDACTED}"),
     (
         re.compile(r"(?i)\b(api[_-]?key|x-api-key|access[_-]?token|secret|password)(['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}&]+"),
         rf"\1\2{REDACTED}",

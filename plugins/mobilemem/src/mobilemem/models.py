@@ -12,6 +12,7 @@ client whose `RecordingTransport` observes every exchange for the usage policy.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 from collections.abc import Mapping
@@ -72,11 +73,15 @@ class Endpoint(BaseModel):
 
 
 def _register_url_credentials(url: str) -> None:
+    """user:password in a base URL is a credential too, also in the Basic header httpx derives from it."""
     parts = urlsplit(url)
     for value in (parts.username, parts.password):
         if value:
             register_secret(value)
             register_secret(unquote(value))
+    if parts.username is not None:
+        userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        register_secret(base64.b64encode(userinfo.encode()).decode())
 
 
 def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatModel:
