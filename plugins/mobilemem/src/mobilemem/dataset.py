@@ -30,7 +30,7 @@ from mobilemem.dataset_records import (
     validate_sessions,
 )
 from mobilemem.errors import DatasetError
-from mobilemem.images import ImageIndex, ImageProblem, build_index, inspect_image
+from mobilemem.images import ImageIndex, ImageProblem, build_index, inspect_image, printable, quoted
 
 DATASET_ID = "zjunlp/MobileMem-Omni"
 DATASET_REVISION = "989ba00900bddf4e0d4b0c7dd52f0840a7ee3a54"
@@ -134,7 +134,7 @@ def _candidate_image(user_id: int, ref: str, index: ImageIndex, problems: list[s
         path = index.resolve(user_id, ref)
         info = inspect_image(path)
     except ImageProblem as exc:
-        problems.append(f"{where}: {exc}" if str(exc).startswith("image") else f"{where}: image {ref!r} {exc}")
+        problems.append(f"{where}: {exc}" if str(exc).startswith("image") else f"{where}: image {quoted(ref)} {exc}")
         return None
     dataset_root = index.root.parent
     return CandidateImage(image_id=ref, path=path.relative_to(dataset_root).as_posix(), format=info.format)
@@ -173,13 +173,13 @@ def _read(path: Path, model: type[UserRecord] | type[QuestionsRecord], problems:
     entries: dict[int, _Entry] = {}
     for line in parse_jsonl(path, problems):
         record = validate(line, model, problems)
+        sessions = validate_sessions(line, problems) if model is UserRecord else []
         uid = line.uuid
         if uid is None:
             continue  # the missing or invalid uuid is already reported
         if uid in entries:
             problems.append(f"{line.where}: user {uid} appears again (first at line {entries[uid].line.number})")
             continue
-        sessions = validate_sessions(line, record, problems) if isinstance(record, UserRecord) else []
         entries[uid] = _Entry(line=line, record=record, sessions=sessions)
     return entries
 
@@ -191,7 +191,8 @@ def _image_index(base: Path, problems: list[str]) -> ImageIndex | None:
                         f"`python -m zipfile -e {base / 'image.zip'} {image_root}`")
         return None
     index = build_index(image_root, base)
-    problems.extend(f"{p.relative_to(base)}: is a symbolic link pointing outside the dataset" for p in index.escapes)
+    problems.extend(f"{printable(p.relative_to(base).as_posix())}: is a symbolic link pointing outside the dataset"
+                    for p in index.escapes)
     return index
 
 

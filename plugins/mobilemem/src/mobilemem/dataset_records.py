@@ -16,18 +16,22 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 MAX_PROBLEMS_PER_LINE = 20
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # always fullmatch: `$` admits a final newline
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+MAX_USER_ID = 2**63 - 1  # a user id names a folder of the run
 
 
 def _safe_id(value: str) -> str:
-    if not _SAFE_ID.match(value):
+    if not _SAFE_ID.fullmatch(value):
         raise ValueError("must be 1-128 letters, digits, '_', '.' or '-' (it becomes a file name)")
     return value
 
 
 def _dataset_time(value: str) -> str:
-    datetime.strptime(value, TIME_FORMAT)  # raises ValueError with the reason
+    try:
+        datetime.strptime(value, TIME_FORMAT)
+    except ValueError:  # its message repeats the whole value, which may be megabytes
+        raise ValueError(f"must be a time written {TIME_FORMAT}") from None
     return value
 
 
@@ -79,7 +83,7 @@ class UserRecord(_Raw):
     """A user line; its sessions are validated one by one (`validate_sessions`) so that one bad
     session does not hide the problems of the others."""
 
-    uuid: int = Field(ge=0)
+    uuid: int = Field(ge=0, le=MAX_USER_ID)
     language: Language
     sessions: list[Any]
 
@@ -96,7 +100,7 @@ class QuestionRecord(_Raw):
 
 
 class QuestionsRecord(_Raw):
-    uuid: int = Field(ge=0)
+    uuid: int = Field(ge=0, le=MAX_USER_ID)
     language: Language
     questions: list[QuestionRecord]
 
@@ -125,8 +129,10 @@ class JsonLine:
 
 
 def _index_label(items: Any, i: int, key: str, kind: type) -> str:
-    """The item's own id (`key`) if it has the right type, else its 1-based position."""
+    """The item's own id (`key`) if it is valid (right type; a safe id for strings), else its 1-based position."""
     value = items[i].get(key) if isinstance(items, list) and isinstance(items[i], dict) else None
+    if isinstance(value, str) and not _SAFE_ID.fullmatch(value):
+        value = None  # an invalid id could hold a newline or a megabyte; its own problem shows it
     return str(value) if isinstance(value, kind) and not isinstance(value, bool) else f"#{i + 1}"
 
 
@@ -187,14 +193,19 @@ def parse_jsonl(path: Path, problems: list[str]) -> list[JsonLine]:
             problems.append(f"{where}: not valid JSON: {exc.msg} at column {exc.colno}")
         except RecursionError:
             problems.append(f"{where}: JSON nested too deeply to read")
+        except ValueError as exc:  # an integer longer than Python's int_max_str_digits
+            problems.append(f"{where}: not valid JSON: {str(exc).split(';')[0]}")
     return lines
 
 
-def validate(line: JsonLine, model: type[M], problems: list[str], *, value: Any = None,
+_WHOLE_LINE: Any = object()
+
+
+def validate(line: JsonLine, model: type[M], problems: list[str], *, value: Any = _WHOLE_LINE,
              loc: tuple[Any, ...] = ()) -> M | None:
     """Validate `value` (default: the whole line) found at `loc` in the line; report each error."""
     try:
-        return model.model_validate(line.raw if value is None else value)
+        return model.model_validate(line.raw if value is _WHOLE_LINE else value)
     except ValidationError as exc:
         user = f" user {line.uuid}" if line.uuid is not None else ""
         errors = exc.errors()
@@ -206,14 +217,18 @@ def validate(line: JsonLine, model: type[M], problems: list[str], *, value: Any 
         return None
 
 
-def validate_sessions(line: JsonLine, user: UserRecord, problems: list[str]) -> list[SessionRecord]:
-    """The user's valid sessions, each validated on its own (so their images can still be checked)."""
-    sessions = [validate(line, SessionRecord, problems, value=raw, loc=("sessions", i))
-                for i, raw in enumerate(user.sessions)]
+def validate_sessions(line: JsonLine, problems: list[str]) -> list[SessionRecord]:
+    """The valid sessions of a user line, each validated on its own (so that their images can still be
+    checked), even when the rest of the line is invalid (so that every problem is reported at once)."""
+    raw = line.raw.get("sessions") if isinstance(line.raw, dict) else None
+    if not isinstance(raw, list):
+        return []  # reported by the user line's own validation
+    sessions = [validate(line, SessionRecord, problems, value=item, loc=("sessions", i)) for i, item in enumerate(raw)]
     valid = [s for s in sessions if s is not None]
+    user = f" user {line.uuid}" if line.uuid is not None else ""
     seen: set[str] = set()
     for session in valid:
         if session.session_id in seen:
-            problems.append(f"{line.where} user {user.uuid} session {session.session_id}: session id repeats")
+            problems.append(f"{line.where}{user} session {session.session_id}: session id repeats")
         seen.add(session.session_id)
     return valid

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import struct
 import unicodedata
 import warnings
 from collections import defaultdict
@@ -23,7 +24,9 @@ from PIL import Image
 
 SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
                      "MPO": "image/png"}
-_USER_DIR = re.compile(r"^uid(\d+)$")
+_PARSED_FORMATS = ["JPEG", "PNG", "WEBP", "GIF"]  # Pillow reads MPO with its JPEG parser
+_USER_DIR = re.compile(r"^uid([0-9]+)$")
+MAX_SHOWN_REFERENCE = 200  # characters of a reference quoted in a problem
 
 
 class ImageProblem(Exception):
@@ -60,11 +63,23 @@ class ImageIndex:
         name = reference_basename(reference)
         matches = self.files.get((user_id, name), [])
         if not matches:
-            raise ImageProblem(f"image {reference!r} matches no file under uid{user_id}/ in {self.root.name}/")
+            raise ImageProblem(f"image {quoted(reference)} matches no file under uid{user_id}/ in {self.root.name}/")
         if len(matches) > 1:
-            listed = ", ".join(sorted(str(p.relative_to(self.root)) for p in matches))
-            raise ImageProblem(f"image {reference!r} matches {len(matches)} files: {listed}")
+            listed = ", ".join(sorted(printable(str(p.relative_to(self.root))) for p in matches))
+            raise ImageProblem(f"image {quoted(reference)} matches {len(matches)} files: {listed}")
         return matches[0]
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped, so a file name stays on its problem's line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def quoted(reference: str) -> str:
+    """A reference as quoted in a problem: its repr, cut after `MAX_SHOWN_REFERENCE` characters."""
+    if len(reference) <= MAX_SHOWN_REFERENCE:
+        return repr(reference)
+    return f"{reference[:MAX_SHOWN_REFERENCE]!r}... ({len(reference)} characters)"
 
 
 def _normal(name: str) -> str:
@@ -74,10 +89,10 @@ def _normal(name: str) -> str:
 def reference_basename(reference: str) -> str:
     """The file name a reference points at; its folder parts are ignored, never followed."""
     if "\x00" in reference or any(ord(ch) < 32 for ch in reference):
-        raise ImageProblem(f"image reference {reference!r} contains control characters")
+        raise ImageProblem(f"image reference {quoted(reference)} contains control characters")
     name = reference.replace("\\", "/").rsplit("/", 1)[-1]
     if name in {"", ".", ".."}:
-        raise ImageProblem(f"image reference {reference!r} names no file")
+        raise ImageProblem(f"image reference {quoted(reference)} names no file")
     return _normal(name)
 
 
@@ -106,7 +121,8 @@ def build_index(image_root: Path, dataset_root: Path) -> ImageIndex:
         user_id = next((int(m.group(1)) for part in reversed(rel_parts) if (m := _USER_DIR.match(part))), None)
         for name in [*names, *dirs]:
             path = here / name
-            if path.is_symlink() and not path.resolve().is_relative_to(real_dataset):
+            # realpath, unlike Path.resolve() on Python < 3.13, does not raise on a link loop
+            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(real_dataset):
                 index.escapes.append(path)
                 continue
             if name in dirs or user_id is None:
@@ -143,17 +159,46 @@ def inspect_image(path: Path) -> ImageInfo:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as img:
+            with Image.open(path, formats=_PARSED_FORMATS) as img:  # no other parser runs
                 fmt, (width, height) = img.format or "", img.size
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageProblem(f"exceeds Pillow's decompression-bomb limit: {exc}") from None
+    except Image.UnidentifiedImageError as exc:
+        other = _signature_format(path)  # named by its signature, never parsed
+        raise ImageProblem(_unsupported(other) if other else _unreadable(path, exc)) from None
     except (OSError, ValueError, SyntaxError) as exc:
-        detail = str(exc).replace(str(path), path.name)
-        raise ImageProblem(f"is not a readable image ({type(exc).__name__}: {detail})") from None
+        raise ImageProblem(_unreadable(path, exc)) from None
     if fmt not in SUPPORTED_FORMATS:
-        raise ImageProblem(f"has format {fmt or 'unknown'}, which is not supported ({', '.join(SUPPORTED_FORMATS)} are)")
+        raise ImageProblem(_unsupported(fmt))
     _check_trailer(path, fmt, size)
     return ImageInfo(format=fmt, width=width, height=height, size=size)
+
+
+def _unsupported(fmt: str) -> str:
+    return f"has format {fmt or 'unknown'}, which is not supported ({', '.join(SUPPORTED_FORMATS)} are)"
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    return f"is not a readable image ({type(exc).__name__}: {printable(str(exc).replace(str(path), path.name))})"
+
+
+def _signature_format(path: Path) -> str | None:
+    """The unsupported format whose signature starts the file, judged from its first 16 bytes only:
+    Pillow's parsers of other formats never run on dataset bytes (some raise NotImplementedError or
+    MemoryError on hostile headers)."""
+    with path.open("rb") as handle:
+        prefix = handle.read(16)
+    Image.init()
+    for name, (_factory, accept) in Image.OPEN.items():
+        if name in SUPPORTED_FORMATS or accept is None:
+            continue
+        try:
+            verdict = accept(prefix)
+        except (IndexError, TypeError, SyntaxError, struct.error):  # what Pillow's own open tolerates
+            continue
+        if verdict and not isinstance(verdict, str):  # a str is Pillow's warning, not a match
+            return name
+    return None
 
 
 def image_for_model(path: Path, name: str | None = None) -> ModelImage:
