@@ -9,6 +9,8 @@
 ends it), `build_index`, then per question `answer_question` → `judge_answer`, with at most
 `query_concurrency` answers and `judge_concurrency` judgments in flight across all users.
 Failures are gap records; the flow always finishes with `finalize` (summary.json, results.jsonl).
+Task arguments are passed `quote()`d: they hold models, indexes and dataset views that Prefect
+would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
 Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 130 interrupted.
 """
 
@@ -34,6 +36,7 @@ if __name__ == "__main__" and not __package__:
 
 from prefect import flow
 from prefect.exceptions import TerminationSignal
+from prefect.utilities.annotations import quote
 
 from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
@@ -54,10 +57,10 @@ from tasks.judge import judge_answer
 async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
     """Ingest the sessions in order and build the index; the gap that blocks the questions, if any."""
     for session in sessions:
-        outcome = await ingest_session(session, user)
+        outcome = await ingest_session(quote(session), quote(user))
         if not outcome.success:
             return "history", f"ingest failed: {outcome.reason}", outcome.error_id
-    outcome = await build_index(user)
+    outcome = await build_index(quote(user))
     if not outcome.success:
         return "index", outcome.reason or "failed", outcome.error_id
     return None
@@ -70,10 +73,11 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
         await skip_question(job, user, stage, reason, error_id)
         return
     async with context.answers:
-        answered = await answer_question(job, user, memory)
+        answered = await answer_question(quote(job), quote(user), quote(memory))
     if answered.success:
         async with context.judgments:
-            await judge_answer(context.dataset.judge_questions[job.question_id], answered.answer or "", user)
+            await judge_answer(quote(context.dataset.judge_questions[job.question_id]), answered.answer or "",
+                               quote(user))
 
 
 @flow(name="mobilemem-user", retries=0, flow_run_name="user-{user_id}", persist_result=False)

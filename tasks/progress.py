@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 
 console = logging.getLogger("mobilemem.progress")
+PUBLISH_EVERY_S = 2.0  # each artifact update is a database write on the Prefect server
 
 
 @dataclass
@@ -20,6 +22,7 @@ class UserProgress:
     judged: int = 0
     gaps: int = 0
     artifact_id: object = field(default=None, repr=False)
+    _published_at: float = field(default=0.0, repr=False)
 
     @property
     def fraction(self) -> float:
@@ -49,7 +52,11 @@ class UserProgress:
         await self._publish(100.0)
 
     async def _publish(self, value: float) -> None:
-        """Best effort: the dashboard's view must never fail or stop the evaluation."""
+        """Best effort and throttled: the dashboard's view must never fail, stop or slow the evaluation."""
+        now = time.monotonic()
+        if value < 100.0 and now - self._published_at < PUBLISH_EVERY_S:
+            return
+        self._published_at = now
         if self.artifact_id is not None:
             try:
                 await aupdate_progress_artifact(self.artifact_id, value)
