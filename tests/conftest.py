@@ -1,12 +1,14 @@
 """Shared fixtures: the generated sample dataset (extracted exactly as users extract it) and the
 local OpenAI-compatible simulator (one server per test session, reset around every test)."""
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from mobilemem.simulator import Simulator, start_simulator
 
@@ -16,6 +18,12 @@ sys.path.insert(0, str(ROOT / "examples"))
 from generate_sample import MARKER, generate  # noqa: E402
 
 __all__ = ["MARKER", "ROOT"]
+
+# Property tests: a fixed, derandomized budget in CI (reproducible, bounded time), a smaller random
+# one while developing.
+settings.register_profile("ci", max_examples=60, derandomize=True, print_blob=True, deadline=None)
+settings.register_profile("dev", max_examples=40, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 
 
 @pytest.fixture(scope="session")

@@ -120,9 +120,12 @@ async def test_wall_clock_budget_interrupts(ingested, sim, candidate_model, conf
     ("endless_tool_calls", True, "exceed_max_iters", False),
     ("truncated", True, "completed", True),
     ("unknown_tool", True, "completed", False),
+    ("empty_reply", True, "completed", False),
+    ("invalid_tool_args", True, "completed", False),
 ])
 async def test_model_faults(ingested, sim, candidate_model, config, kind, success, finished, truncated, tmp_path):
-    sim.faults = [FaultRule(role="answer", contains="", kind=kind, times=1 if kind == "unknown_tool" else None)]
+    once = kind in ("unknown_tool", "invalid_tool_args")
+    sim.faults = [FaultRule(role="answer", contains="", kind=kind, times=1 if once else None)]
     job, memory = _first_job(ingested, tmp_path)
     preset = config.candidate.model_copy(update={"max_iters": 3 if kind == "endless_tool_calls" else 30})
     response = await answer_question(job, memory, candidate_model, preset)
@@ -134,6 +137,11 @@ async def test_model_faults(ingested, sim, candidate_model, config, kind, succes
     if kind == "unknown_tool":
         assert [(c.name, c.ok) for c in response.tool_calls][0] == ("no_such_tool", False)
         assert response.answer and response.tool_calls[-1].ok
+    if kind == "empty_reply":  # an empty answer is an answer (scored), not a gap
+        assert response.answer == "" and response.tool_calls == []
+    if kind == "invalid_tool_args":  # the broken call is a tool error the agent sees; it answers anyway
+        assert (response.tool_calls[0].name, response.tool_calls[0].ok) == ("bm25_search", False)
+        assert response.answer and len(sim.requests) == 2
 
 
 def test_the_agent_gets_exactly_the_three_memory_tools_and_the_official_template(answered):

@@ -22,10 +22,9 @@ from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.errors import DatasetError
 from mobilemem.images import SUPPORTED_FORMATS, ImageProblem, inspect_image
 
-_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
-settings.register_profile("ci", max_examples=60, derandomize=True, print_blob=True, **_COMMON)
-settings.register_profile("dataset-hostile", max_examples=40, **_COMMON)
-settings.load_profile("ci" if os.environ.get("CI") == "true" else "dataset-hostile")
+# Slow, large examples on purpose (MB strings, deep nesting); the example budget comes from the
+# suite's profile (tests/conftest.py: "ci" under CI=true, "dev" otherwise).
+HOSTILE = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 FILES = ("data.jsonl", "questions.jsonl")
 ALLOWED_PREFIXES = ("data.jsonl:", "questions.jsonl:", "image/", "--users:")
@@ -94,6 +93,7 @@ RAW_FRAGMENTS = st.sampled_from([b"[" * 50_000, b"{" * 3, b"9" * 4400, b"\x00", 
                                  b'"\\ud800"', b"NaN", b"-Infinity", b"1e99999", b"\xef\xbb\xbf{}", b"  "])
 
 
+@HOSTILE
 @given(which=st.sampled_from(["data", "questions"]), data=st.data())
 def test_arbitrary_lines_never_escape_as_another_exception(scratch, originals, which, data):
     name = f"{which}.jsonl"
@@ -179,6 +179,7 @@ def _mutate(record, path, mutation, new):
         holder[last] = {"replace": new, "nest_list": [holder[last]], "nest_dict": {"v": holder[last]}}[mutation]
 
 
+@HOSTILE
 @given(which=st.sampled_from(["data", "questions"]), data=st.data())
 def test_mutating_any_field_of_a_valid_record(scratch, originals, which, data):
     """Replace a field by a value of another type, delete it or nest it: a required field always
@@ -209,6 +210,7 @@ def test_mutating_any_field_of_a_valid_record(scratch, originals, which, data):
 # ---------------------------------------------------------------- bytes, NUL, CRLF and blank lines
 
 
+@HOSTILE
 @given(data=st.data())
 def test_crlf_and_blank_lines_change_nothing_but_physical_line_numbers(scratch, originals, baseline, data):
     written, physical = {}, {}
@@ -236,6 +238,7 @@ def test_crlf_and_blank_lines_change_nothing_but_physical_line_numbers(scratch, 
     assert f"{name}:{physical[name][which]}: not valid JSON" in "\n".join(problems), problems
 
 
+@HOSTILE
 @given(data=st.data())
 def test_bytes_inserted_into_a_line(scratch, originals, data):
     """NUL or bytes that are not UTF-8 anywhere in a record line are reported at that line."""
@@ -264,6 +267,7 @@ REF_TOKENS = st.sampled_from(["/", "\\", ".", "..", "%2e", "%2f", "%5c", ":", "~
 BASENAMES = ["0_event_1_1.png", "0_event_2_1.jpg", "1_event_1_2.png", "data.jsonl", "image.zip", "camera_photos"]
 
 
+@HOSTILE
 @given(prefix=st.lists(REF_TOKENS, max_size=8).map("".join), suffix=st.sampled_from(["", *BASENAMES]))
 def test_a_reference_resolves_by_basename_inside_its_users_folder_or_is_refused(scratch, originals, prefix,
                                                                                  suffix):
@@ -292,6 +296,7 @@ NAMES = (st.binary(min_size=1, max_size=16).filter(lambda b: b"/" not in b and b
          | st.sampled_from([b"0_event_1_1.png", b"0_event_3_2.png", b"\xe2\x80\xae.png", b"a\nb", b"\x1b[2J"]))
 
 
+@HOSTILE
 @given(folder=NAMES, names=st.lists(NAMES, max_size=4, unique=True), link=st.booleans())
 def test_hostile_file_names_never_crash_the_walk(scratch, originals, folder, names, link):
     _write(scratch, originals)
@@ -331,6 +336,7 @@ IMAGE_SEEDS = [_encoded(fmt) for fmt in ("PNG", "JPEG", "GIF", "WEBP", "BMP", "T
                                          "PPM", "TGA", "PCX")]
 
 
+@HOSTILE
 @given(seed=st.sampled_from(IMAGE_SEEDS), edits=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)),
                                                           max_size=6), cut=st.integers(0, 400))
 def test_inspecting_corrupted_image_bytes_only_raises_image_problem(tmp_path_factory, seed, edits, cut):
