@@ -1,0 +1,140 @@
+"""Processes of a benchmark: the simulator, a Prefect server and the runner, each its own process.
+
+Separate processes keep the simulator's and Prefect's work out of the runner's CPU and memory
+figures. Everything started here is stopped by `Processes.close()` (process groups, SIGTERM then
+SIGKILL), so a benchmark leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a running process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass(frozen=True)
+class RunnerStats:
+    exit_code: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+@dataclass
+class Processes:
+    started: list[subprocess.Popen] = field(default_factory=list)
+    home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mobilemem-bench-")))
+
+    def _spawn(self, cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+        process = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+                                   start_new_session=True)
+        self.started.append(process)
+        return process
+
+    def simulator(self, latency: float, log: Path) -> tuple[subprocess.Popen, str]:
+        port = free_port()
+        process = self._spawn([sys.executable, "-m", "mobilemem.simulator", "--port", str(port),
+                               "--latency", str(latency), "--log", str(log)], self.home / f"sim-{port}.out")
+        url = f"http://127.0.0.1:{port}/v1"
+        _wait(lambda: httpx.get(f"{url}/models", timeout=2).status_code == 200, process, "the simulator")
+        return process, url
+
+    def prefect_server(self) -> tuple[subprocess.Popen, str]:
+        port = free_port()
+        from flows.mobilemem import EMBEDDED_SERVER_QUIET
+
+        env = {**os.environ, **EMBEDDED_SERVER_QUIET, "PREFECT_HOME": str(self.home / "prefect")}
+        process = self._spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                               "--port", str(port)], self.home / "prefect-server.out", env)
+        api = f"http://127.0.0.1:{port}/api"
+        _wait(lambda: httpx.get(f"{api}/health", timeout=2).status_code == 200, process, "the Prefect server", 180)
+        return process, api
+
+    def runner(self, args: list[str], env: dict[str, str]) -> RunnerStats:
+        """Run `python flows/mobilemem.py ARGS` and measure that process alone (os.wait4)."""
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "flows/mobilemem.py", *args], cwd=ROOT,
+                                   env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                                   stderr=(self.home / "runner.err").open("w"), start_new_session=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        return RunnerStats(exit_code=process.returncode, wall_s=time.perf_counter() - started,
+                           cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024)
+
+    def close(self) -> None:
+        for process in reversed(self.started):
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                    process.wait(timeout=20)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(process.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    process.wait(timeout=10)
+
+
+def _wait(check, process: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {process.returncode}")
+        try:
+            if check():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not start within {timeout:.0f} s")
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def cached_dataset(cache: Path, **params) -> Path:
+    """The generated dataset for `params`, extracted; made once and reused."""
+    from generate_sample import generate
+
+    key = "-".join(f"{k}{'x'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in sorted(params.items()))
+    target = cache / key
+    if not (target / "image").is_dir():
+        partial = cache / f".{key}.partial"
+        if partial.exists():
+            subprocess.run(["rm", "-rf", str(partial)], check=True)
+        generate(partial, extract=True, **params)
+        partial.rename(target)
+    return target
