@@ -1,12 +1,17 @@
 """Generate a synthetic MobileMem-Omni dataset in the official layout (DESIGN §3).
 
     python examples/generate_sample.py --out DIR [--users N] [--sessions N] [--turns N]
-        [--images N] [--questions N] [--seed N] [--image-size WxH] [--extract]
+        [--images N] [--questions N] [--seed N] [--image-size WxH] [--image-format png|jpeg]
+        [--noise N] [--extract]
 
 Writes ``data.jsonl``, ``questions.jsonl`` and ``image.zip`` (and with ``--extract`` also
 ``image/``, through ``python -m zipfile -e``'s own code path). The output is a pure function of
 the arguments: byte-identical on every run. Every image is ``draw_fact(colour, digit)`` from
 ``mobilemem.simulator.vision``, so a visual question can be answered from its pixels alone.
+For benchmarks at the real data's scale, ``--image-format jpeg`` stores the ordinary images as
+``.jpg`` (JPEG quality 90) and ``--noise N`` adds deterministic per-image noise of amplitude N
+(uniform in -N..N per channel) so that their sizes are realistic; beyond 144 sessions per user
+(12 activities x 12 places) the pairs are reused with a trip suffix on the place.
 
 The sample reproduces the published data's awkward parts: sessions out of chronological file
 order and a tie on ``event_start_time``; dialogue folders that differ from archive folders
@@ -28,10 +33,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 from mobilemem.simulator.vision import COLOURS, draw_fact
-from sample_text import ACTIVITIES, DIGIT_WORDS, NAMES, OCCUPATIONS, ORDINALS, PLACES, TEXT
+from sample_text import ACTIVITIES, DIGIT_WORDS, NAMES, OCCUPATIONS, ORDINALS, PLACES, TEXT, TRIPS
 
 MARKER = "XQZMARK"
 ZIP_DATE_TIME = (2025, 1, 1, 0, 0, 0)
@@ -40,6 +46,9 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 FOLDER_ALIASES = (("camera photos", "camera_photos"), ("event", "chat_images"))
 CJK_STEM, GBK_STEM = "照片", "相册"
 MAX_IMAGES = 10
+PAIRS = len(ACTIVITIES) * len(PLACES)  # distinct (activity, place) sessions before a trip suffix
+IMAGE_FORMATS = ("png", "jpeg")
+MAX_NOISE = 64
 
 @dataclass
 class Photo:
@@ -137,7 +146,8 @@ def _times(rng: random.Random, uid: int, count: int, users: int) -> list[datetim
     return starts
 
 
-def _plan_user(rng: random.Random, uid: int, lang: str, users: int, sessions: int, images: int) -> list[Session]:
+def _plan_user(rng: random.Random, uid: int, lang: str, users: int, sessions: int, images: int,
+               image_format: str = "png") -> list[Session]:
     acts, places = rng.sample(range(len(ACTIVITIES)), len(ACTIVITIES)), rng.sample(range(len(PLACES)), len(PLACES))
     starts = _times(rng, uid, sessions, users)
     column = 0 if lang == "en" else 1
@@ -145,6 +155,8 @@ def _plan_user(rng: random.Random, uid: int, lang: str, users: int, sessions: in
     for i in range(sessions):
         act = ACTIVITIES[acts[i % len(acts)]][column]
         place = PLACES[places[(i + i // len(places)) % len(places)]][column]
+        if i >= PAIRS:  # the pair repeats every PAIRS sessions: a later trip to the same place
+            place += TRIPS[lang][i // PAIRS - 1]
         session = Session(uid, i + 1, act, place, starts[i], rng.randint(2, 8) * 15)
         dialogue_folder, archive_folder = FOLDER_ALIASES[i % 2]
         for k in range(1, images + 1):
@@ -152,12 +164,18 @@ def _plan_user(rng: random.Random, uid: int, lang: str, users: int, sessions: in
             stem = {"cjk": f"{CJK_STEM}_{uid}_{session.n}", "gbk": f"{GBK_STEM}_{uid}_{session.n}"}
             photo = Photo(uid, session.n, k, rng.choice(COLOURS), rng.randrange(10),
                           next((stem[x] for x in kinds if x in stem), f"{uid}_event_{session.n}_{k}"),
-                          ".jpg" if "mpo" in kinds else ".png", kinds, dialogue_folder, archive_folder)
+                          _extension(kinds, image_format), kinds, dialogue_folder, archive_folder)
             if "mpo" in kinds:
                 photo.second_frame = (rng.choice([c for c in COLOURS if c != photo.colour]), rng.randrange(10))
             session.photos.append(photo)
         plan.append(session)
     return plan
+
+
+def _extension(kinds: tuple[str, ...], image_format: str) -> str:
+    if "mpo" in kinds or (image_format == "jpeg" and "jpeg_in_png" not in kinds):
+        return ".jpg"
+    return ".png"
 
 
 def _dialogue(rng: random.Random, session: Session, lang: str, turns: int) -> list[dict]:
@@ -298,23 +316,38 @@ def _other_questions(rng: random.Random, uid: int, lang: str, plan: list[Session
     return [multi, temporal, recall]
 
 
-def _image_bytes(photo: Photo, size: tuple[int, int]) -> bytes:
+def _noisy(image: Image.Image, amount: int, key: list[int]) -> Image.Image:
+    """``image`` plus uniform noise in -amount..amount per channel, a pure function of ``key``."""
+    if amount == 0:
+        return image
+    rng = np.random.default_rng(key)
+    pixels = np.asarray(image, dtype=np.int16)
+    pixels += rng.integers(-amount, amount + 1, size=pixels.shape, dtype=np.int16)
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def _image_bytes(photo: Photo, size: tuple[int, int], image_format: str = "png", noise: int = 0,
+                 seed: int = 0) -> bytes:
     buffer = io.BytesIO()
-    image = draw_fact(photo.colour, photo.digit, size)
+    key = [seed, photo.uid, photo.session, photo.index]
+    image = _noisy(draw_fact(photo.colour, photo.digit, size), noise, [*key, 0])
     if "mpo" in photo.kinds:
         assert photo.second_frame is not None
-        second = draw_fact(*photo.second_frame, size)
+        second = _noisy(draw_fact(*photo.second_frame, size), noise, [*key, 1])
         image.save(buffer, format="MPO", save_all=True, append_images=[second], quality=85)
         if Image.open(io.BytesIO(buffer.getvalue())).format != "MPO":
             raise RuntimeError(f"Pillow did not write an MPO for {photo.member}")
     elif "jpeg_in_png" in photo.kinds:
         image.save(buffer, format="JPEG", quality=85)
+    elif image_format == "jpeg":
+        image.save(buffer, format="JPEG", quality=90)
     else:
         image.save(buffer, format="PNG")
     return buffer.getvalue()
 
 
-def _write_zip(path: Path, photos: list[Photo], size: tuple[int, int]) -> None:
+def _write_zip(path: Path, photos: list[Photo], size: tuple[int, int], image_format: str = "png",
+               noise: int = 0, seed: int = 0) -> None:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
         for photo in photos:
             info = (_GbkZipInfo if "gbk" in photo.kinds else zipfile.ZipInfo)(photo.member, ZIP_DATE_TIME)
@@ -323,7 +356,7 @@ def _write_zip(path: Path, photos: list[Photo], size: tuple[int, int]) -> None:
                 raise ValueError(f"{photo.member!r} is not a safe GBK member name")
             info.create_system, info.external_attr = 3, 0o100644 << 16
             info.compress_type = zipfile.ZIP_STORED
-            archive.writestr(info, _image_bytes(photo, size))
+            archive.writestr(info, _image_bytes(photo, size, image_format, noise, seed))
 
 
 def _dump_jsonl(path: Path, records: list[dict]) -> None:
@@ -331,35 +364,42 @@ def _dump_jsonl(path: Path, records: list[dict]) -> None:
     path.write_bytes("".join(lines).encode("utf-8"))
 
 
-def _check_arguments(out: Path, users: int, sessions: int, turns: int, image_size: tuple[int, int]) -> None:
+def _check_arguments(out: Path, users: int, sessions: int, turns: int, image_size: tuple[int, int],
+                     image_format: str = "png", noise: int = 0) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"refusing to write into {out}: it exists and is not an empty directory")
     if users < 1:
         raise ValueError("--users must be at least 1")
-    if not 2 <= sessions <= len(ACTIVITIES) * len(PLACES):
-        raise ValueError(f"--sessions must be 2..{len(ACTIVITIES) * len(PLACES)} (out-of-order and tie cases)")
+    if not 2 <= sessions <= PAIRS * (len(TRIPS["en"]) + 1):
+        raise ValueError(f"--sessions must be 2..{PAIRS * (len(TRIPS['en']) + 1)} (out-of-order and tie cases)")
     if turns < 3:
         raise ValueError("--turns must be at least 3 (an introduction, a reply and a photo)")
     if image_size[0] < 160 or image_size[1] < 120:
         raise ValueError("--image-size must be at least 160x120")
+    if image_format not in IMAGE_FORMATS:
+        raise ValueError(f"--image-format must be one of {', '.join(IMAGE_FORMATS)}")
+    if not 0 <= noise <= MAX_NOISE:
+        raise ValueError(f"--noise must be 0..{MAX_NOISE}")
 
 
 def generate(out: Path | str, *, users: int = 3, sessions: int = 4, turns: int = 8, images: int = 2,
              questions: int = 3, seed: int = 0, image_size: tuple[int, int] = (320, 240),
-             extract: bool = False) -> None:
+             image_format: str = "png", noise: int = 0, extract: bool = False) -> None:
     """Write the dataset into the new or empty directory ``out``.
 
     ``images`` per session is clamped to 1..min(10, (turns - 1) // 2) (photos are user turns
     3, 5, 7, ..., each followed by an assistant reply); ``questions`` visual questions per
-    user are clamped to the user's photo count (the special files are asked about first)."""
+    user are clamped to the user's photo count (the special files are asked about first).
+    ``image_format="jpeg"`` writes the ordinary images as ``.jpg`` JPEG (quality 90); ``noise``
+    adds deterministic per-image noise of that amplitude to every image."""
     out = Path(out)
-    _check_arguments(out, users, sessions, turns, image_size)
+    _check_arguments(out, users, sessions, turns, image_size, image_format, noise)
     images = max(1, min(images, MAX_IMAGES, (turns - 1) // 2))
     rng = random.Random(seed)
     data, question_lines, photos = [], [], []
     for uid in range(users):
         lang, mark = ("en" if uid % 2 == 0 else "Chinese"), Markers(uid)
-        plan = _plan_user(rng, uid, lang, users, sessions, images)
+        plan = _plan_user(rng, uid, lang, users, sessions, images, image_format)
         data.append(_user_record(rng, uid, lang, plan, turns, mark))
         visual = _visual_questions(rng, uid, lang, plan, max(0, questions), mark)
         others = _other_questions(rng, uid, lang, plan, len(visual) + 1, mark)
@@ -368,7 +408,7 @@ def generate(out: Path | str, *, users: int = 3, sessions: int = 4, turns: int =
     out.mkdir(parents=True, exist_ok=True)
     _dump_jsonl(out / "data.jsonl", data)
     _dump_jsonl(out / "questions.jsonl", question_lines)
-    _write_zip(out / "image.zip", photos, image_size)
+    _write_zip(out / "image.zip", photos, image_size, image_format, noise, seed)
     if extract:
         zipfile.main(["-e", str(out / "image.zip"), str(out / "image")])
 
@@ -403,11 +443,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=3, help="visual_reasoning questions per user")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--image-size", type=_size, default=(320, 240), metavar="WxH")
+    parser.add_argument("--image-format", choices=IMAGE_FORMATS, default="png",
+                        help="png (default) or jpeg: ordinary images as .jpg, JPEG quality 90")
+    parser.add_argument("--noise", type=int, default=0, help=f"per-image noise amplitude 0..{MAX_NOISE} (default 0)")
     parser.add_argument("--extract", action="store_true", help="also run python -m zipfile -e into OUT/image")
     args = parser.parse_args(argv)
     try:
         generate(args.out, users=args.users, sessions=args.sessions, turns=args.turns, images=args.images,
-                 questions=args.questions, seed=args.seed, image_size=args.image_size, extract=args.extract)
+                 questions=args.questions, seed=args.seed, image_size=args.image_size,
+                 image_format=args.image_format, noise=args.noise, extract=args.extract)
     except (FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -17,6 +17,9 @@ OCCUPATIONS = ("teacher", "nurse", "software engineer", "architect", "chef")
 ORDINALS = {"en": ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
                    "ninth", "tenth"),
             "Chinese": tuple(f"第{c}张" for c in "一二三四五六七八九十")}
+# Place suffixes of later trips once every (activity, place) pair has been used (sessions > 144).
+TRIPS = {"en": tuple(f" ({o} trip)" for o in ORDINALS["en"][1:]),
+         "Chinese": tuple(f"（第{c}次）" for c in "二三四五六七八九十")}
 DIGIT_WORDS = {"en": ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"),
                "Chinese": tuple("零一二三四五六七八九")}
 TEXT = {
