@@ -118,7 +118,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
     overrides = {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency}
     plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate)
     with ExitStack() as stack:
-        url = stack.enter_context(start_simulator()).base_url if simulate else None
+        url = stack.enter_context(start_simulator(keep_log=False)).base_url if simulate else None
         context = run_setup.open_run(plan, args, url)
         state: RunState = "interrupted"
         try:

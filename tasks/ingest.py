@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 
 from prefect import task
@@ -44,4 +45,7 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
         requests=scope.requests, error_kind=kind, error_id=error.id if error else None,
         error=error.reason if error else None))
     await user.progress.bump(ingested=1 if error is None else 0)
+    # A session's agent and HTTP exchanges (tens of MB of images) are reference cycles; without a
+    # collection here they pile up between rare full collections (bench/README.md, peak RSS).
+    gc.collect()
     return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None)

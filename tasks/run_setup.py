@@ -9,6 +9,7 @@ marks run.json with the final state.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import subprocess
@@ -141,6 +142,7 @@ def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> Run
         progress={u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions)) for u in plan.dataset.users},
         log_handler=_run_log(plan.run))
     register(context)
+    gc.freeze()  # imports, config and dataset views are permanent: keep them out of every collection
     return context
 
 

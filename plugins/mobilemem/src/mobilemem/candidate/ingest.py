@@ -113,6 +113,7 @@ async def ingest_session(session: CandidateSession, dataset_root: Path, ws: Work
     finally:
         refresh_digest(ws, context.date)
         save_trajectory(agent, trajectory, {s.base64: s.memory_path for s in images.values()})
+        agent.state.context.clear()  # the agent is cyclic garbage: free its images now, not at the next full GC
     log.debug("session %s: %d notes, %s", session.session_id, len(written), finished or error)
     return IngestResponse(success=error is None, notes_written=written, finished_reason=finished,
                           trajectory_path=trajectory.relative_to(ws.root).as_posix(), error_kind=kind, error=error)

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with start_simulator(args.port, latency_s=args.latency, host=args.host) as sim:
+    with start_simulator(args.port, latency_s=args.latency, host=args.host, keep_log=False) as sim:
         if args.log is not None:
             sim.on_finished = _log_writer(args.log)
         print(f"simulator listening on {sim.base_url}", flush=True)

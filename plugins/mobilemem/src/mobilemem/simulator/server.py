@@ -59,6 +59,7 @@ class Simulator:
         self._max: Counter[str | None] = Counter()
         self._stopping = threading.Event()
         self.latency_s = latency_s
+        self.keep_log = True  # False: no request log in memory (bodies hold every image sent)
         self.on_finished: Callable[[LoggedRequest], None] | None = None
 
     @property
@@ -105,7 +106,8 @@ class Simulator:
         now = time.time()
         with self._lock:
             entry = LoggedRequest(next(self._ids), role, final, rule.kind if rule else None, 0, now, now, body)
-            self._log.append(entry)
+            if self.keep_log:
+                self._log.append(entry)
             for key in (None, role):
                 self._in_flight[key] += 1
                 self._max[key] = max(self._max[key], self._in_flight[key])
@@ -284,10 +286,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def start_simulator(port: int = 0, faults: Sequence[FaultRule] = (), latency_s: float = 0.0, *,
-                    host: str = "127.0.0.1") -> Iterator[Simulator]:
-    """Serve the simulator in a background thread; on exit stop it and close every socket."""
+                    host: str = "127.0.0.1", keep_log: bool = True) -> Iterator[Simulator]:
+    """Serve the simulator in a background thread; on exit stop it and close every socket.
+
+    `keep_log=False` keeps no request log in memory (for long runs; `on_finished` still sees each).
+    """
     server = _Server((host, port))
     simulator = server.simulator = Simulator(server, faults, latency_s)
+    simulator.keep_log = keep_log
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="mobilemem-simulator", daemon=True)
     thread.start()
