@@ -84,23 +84,25 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
 async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     context = lookup(run_dir)
     scheduled = context.scheduled(user_id)
-    user = user_context(context, user_id)
-    await user.progress.start()
-    blocked = await _history(scheduled.sessions, user)
-    memory = None if blocked else await asyncio.to_thread(UserMemory.load, user.workspace)
-    await asyncio.gather(*(_question(context, user, job, memory, blocked) for job in scheduled.questions))
-    await user.progress.finish()
+    # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
+    # API calls on SQLite) overlap with other users' work instead of idling a slot.
+    async with context.users:
+        user = user_context(context, user_id)
+        await user.progress.start()
+        blocked = await _history(scheduled.sessions, user)
+        memory = None if blocked else await asyncio.to_thread(UserMemory.load, user.workspace)
+        await asyncio.gather(*(_question(context, user, job, memory, blocked) for job in scheduled.questions))
+        await user.progress.finish()
     return {"answered": user.progress.answered, "judged": user.progress.judged, "gaps": user.progress.gaps}
 
 
 async def _user(context: RunContext, user_id: int) -> None:
     """One user's subflow; a failure of the subflow itself (not of a step) is recorded, not raised."""
-    async with context.users:
-        try:
-            state = await evaluate_user(user_id, context.run.root, return_state=True)
-            failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
-        except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
-            failure = exc
+    try:
+        state = await evaluate_user(user_id, context.run.root, return_state=True)
+        failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
+    except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
+        failure = exc
     raise_if_cancelled()  # an interrupted run stops here; its unfinished users are not errors
     if failure is not None:
         exc = failure if isinstance(failure, BaseException) else MobilememError(str(failure))
