@@ -46,7 +46,7 @@ from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
 from tasks import run_setup
-from tasks.answer import answer_question, skip_question
+from tasks.answer import answer_question, record_orphaned_questions, skip_question
 from tasks.context import RunContext, UserContext, lookup, user_context
 from tasks.finalize import finalize, write_summary
 from tasks.index import build_index
@@ -106,7 +106,9 @@ async def _user(context: RunContext, user_id: int) -> None:
     raise_if_cancelled()  # an interrupted run stops here; its unfinished users are not errors
     if failure is not None:
         exc = failure if isinstance(failure, BaseException) else MobilememError(str(failure))
-        append_error(context.run, error_record(exc, stage="run", user_id=user_id))
+        error = error_record(exc, stage="run", user_id=user_id)
+        append_error(context.run, error)
+        record_orphaned_questions(context, user_id, error)
 
 
 @flow(name="mobilemem", retries=0, persist_result=False)
@@ -197,6 +199,11 @@ EMBEDDED_SERVER_QUIET = {f"PREFECT_SERVER_{name}": "false" for name in (
     "SERVICES_CLEANUP_RECONCILER_ENABLED")}
 
 
+# A Prefect server on SQLite answers 503 while its database is busy; the client retries with
+# backoff. Bookkeeping must never cost a user's evaluation, so it waits longer than by default.
+CLIENT_PATIENCE = {"PREFECT_CLIENT_MAX_RETRIES": "10"}
+
+
 def _console_logging() -> None:
     """One compact progress line per change on stderr; Prefect's own console logs only warnings."""
     progress = logging.getLogger("mobilemem.progress")
@@ -232,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
     _console_logging()
-    for name, value in EMBEDDED_SERVER_QUIET.items():
+    for name, value in {**EMBEDDED_SERVER_QUIET, **CLIENT_PATIENCE}.items():
         os.environ.setdefault(name, value)
     # SIGINT cancels the flow through asyncio (even if a shell started us with it ignored); while a
     # flow runs, Prefect turns SIGTERM into TerminationSignal, and before that we do the same.

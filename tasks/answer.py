@@ -16,9 +16,9 @@ from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import AnswerResponseFile, GapStage, JobFile
+from mobilemem.records import AnswerResponseFile, ErrorFile, ErrorLine, GapStage, JobFile
 from mobilemem.rundir import append_error, write_record
-from tasks.context import UserContext
+from tasks.context import RunContext, UserContext
 from tasks.outcome import StepOutcome, record_gap
 
 
@@ -60,3 +60,16 @@ async def answer_question(job: CandidateQuestion, user: UserContext, memory: Use
     append_error(user.run, error)
     reason = (response.error_kind if response else None) or error.error_type
     return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)
+
+
+def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLine) -> None:
+    """After the user's subflow itself failed (e.g. the Prefect API gave up): each of its questions
+    without an outcome becomes a gap, so it is counted rather than silently missing."""
+    user = context.run.user(user_id)
+    stage: GapStage = "answer" if user.memory_usage.exists() else "history"
+    for job in context.scheduled(user_id).questions:
+        paths = user.question(job.question_id)
+        if not (paths.metrics.exists() or paths.error.exists()):
+            write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
+                                                reason=f"orchestration failed: {error.error_type}",
+                                                detail=error.reason, error_id=error.id))

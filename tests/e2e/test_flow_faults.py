@@ -193,3 +193,20 @@ def test_concurrency_limits_hold_across_users(simulator, tmp_path, monkeypatch):
         users.append((first, last))
     assert 1 < _max_overlap(users) <= 4
     assert summary(run).scored == 36
+
+
+def test_a_failed_subflow_turns_its_questions_into_counted_gaps(sample_root, simulator, tmp_path, monkeypatch):
+    from tasks import ingest
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("the orchestration API went away (injected)")
+
+    simulator.reset()
+    monkeypatch.setattr(ingest.ingest_session, "fn", broken)
+    monkeypatch.setattr(ingest.ingest_session, "aio", broken, raising=False)
+    code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path / "out", "--users", "2")
+    simulator.reset()
+    assert code == 0
+    s = summary(run)
+    assert s.expected == 3 and s.scored == 0
+    assert sum(sum(reasons.values()) for reasons in s.gaps.values()) == 3
