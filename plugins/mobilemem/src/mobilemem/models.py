@@ -26,7 +26,7 @@ from agentscope.model import OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem.config import CandidatePreset, Config, RequestPreset
-from mobilemem.errors import ConfigError, ModelCallError, describe, register_secret
+from mobilemem.errors import ConfigError, ModelCallError, register_secret
 from mobilemem.usage import RecordingTransport
 
 Role = Literal["candidate", "judge"]
@@ -126,12 +126,3 @@ def failure_kind(exc: BaseException) -> str:
     if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
         return "malformed response"
     return type(exc).__name__
-
-
-def as_model_call_error(exc: BaseException) -> ModelCallError:
-    """Translate a failed model call into our error type, with a sanitized message."""
-    if isinstance(exc, ModelCallError):
-        return exc
-    status = getattr(exc, "status_code", None)
-    prefix = f"HTTP {status}: " if status else ""
-    return ModelCallError(prefix + describe(exc))
