@@ -44,6 +44,7 @@ class CandidatePreset(RequestPreset):
     reserve_ratio: float = Field(gt=0, lt=0.9)
     max_iters: int = Field(gt=0)
     answer_timeout_s: float = Field(gt=0)
+    inject_runtime_state: bool  # ReMe's agent wrapper would send the wall-clock time (DESIGN §4.4)
 
 
     @model_validator(mode="after")

@@ -1,4 +1,8 @@
-"""The frozen prompt texts shipped in `mobilemem/prompts/` and their sha256 (recorded in run.json)."""
+"""The frozen texts the plugin adds to ReMe, and their sha256 (recorded in run.json).
+
+The official MobileMem QA template, the plugin's ReMe manifest (jobs and their tool
+descriptions) and the answer step's prompts. Everything else the candidate's model reads is ReMe's own.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,15 @@ import hashlib
 from functools import cache
 from importlib import resources
 
-PROMPT_NAMES = ("auto_memory_system", "auto_memory_session", "answer_system", "answer_tools", "qa_text_memory")
+FROZEN_TEXTS = ("prompts/qa_text_memory.txt", "reme/plugin.yaml", "reme/answer_step.yaml")
 
 
 @cache
-def prompt(name: str) -> str:
-    if name not in PROMPT_NAMES:
-        raise KeyError(f"no frozen prompt named {name!r}")
-    return resources.files("mobilemem").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+def frozen_text(name: str) -> str:
+    if name not in FROZEN_TEXTS:
+        raise KeyError(f"no frozen text named {name!r}")
+    return resources.files("mobilemem").joinpath(name).read_text(encoding="utf-8")
 
 
-def prompt_hashes() -> dict[str, str]:
-    return {name: hashlib.sha256(prompt(name).encode("utf-8")).hexdigest() for name in PROMPT_NAMES}
+def frozen_hashes() -> dict[str, str]:
+    return {name: hashlib.sha256(frozen_text(name).encode("utf-8")).hexdigest() for name in FROZEN_TEXTS}

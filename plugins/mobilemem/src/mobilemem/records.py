@@ -89,6 +89,7 @@ class ObservedRequest(BaseModel):
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     error: str | None = None
+    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', ...")
 
 
 class UsageCounter(BaseModel):

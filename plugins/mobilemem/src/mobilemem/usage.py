@@ -59,6 +59,25 @@ def scope() -> Iterator[UsageScope]:
         _current.reset(token)
 
 
+def model_turns(requests: Iterable[ObservedRequest]) -> list[ObservedRequest]:
+    """An agent's own reasoning calls (everything but context compression)."""
+    return [r for r in requests if not r.compression]
+
+
+def failure_category(requests: Iterable[ObservedRequest]) -> str | None:
+    """The category of the last failed request, if one failed ('HTTP 500', 'timeout', ...)."""
+    failed = [r for r in requests if not r.success]
+    return (failed[-1].failure or "failed") if failed else None
+
+
+def _exception_category(exc: BaseException) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.TransportError):
+        return "connection error"
+    return type(exc).__name__
+
+
 def _counter(values: list[int | None], observed: int) -> UsageCounter:
     reported = [v for v in values if v is not None]
     return UsageCounter(value=sum(reported) if reported else None, reported_by=len(reported), observed=observed)
@@ -197,21 +216,23 @@ class _PendingRecord:
         complete = self.error is None and (self.eof or self.parser.done)
         ok_status = 200 <= self.status < 300
         success = ok_status and complete and not self.parser.malformed
+        failure = None
         if self.error is not None:
-            error = describe(self.error)
+            error, failure = describe(self.error), _exception_category(self.error)
         elif not ok_status:
-            error = f"HTTP {self.status}"
+            error = failure = f"HTTP {self.status}"
         elif not complete:
-            error = "the response body was not read completely"
+            error, failure = "the response body was not read completely", "broken stream"
         elif self.parser.malformed:
-            error = "the response body is not valid JSON"
+            error, failure = "the response body is not valid JSON", "malformed response"
         else:
             error = None
         counters = self.parser.counters() if success else {}
         _file(self.target, ObservedRequest(
             started_at=self.started_at, finished_at=datetime.now(UTC), status=self.status, success=success,
             streamed=self.parser.streamed, compression=self.compression,
-            finish_reason=self.parser.finish_reason if success else None, error=error, **counters))
+            finish_reason=self.parser.finish_reason if success else None, error=error, failure=failure,
+            **counters))
 
 
 def _file(target: UsageScope | None, record: ObservedRequest) -> None:
@@ -235,7 +256,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         except Exception as exc:
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
                                           success=False, streamed=False, compression=compression,
-                                          error=describe(exc)))
+                                          error=describe(exc), failure=_exception_category(exc)))
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         pending = _PendingRecord(target, response.status_code, streamed, compression, started_at)

@@ -5,8 +5,10 @@ function → ``compression``; a message with the judge rubric's first sentence �
 ``daily_write`` tool offered → ``ingest``; a ``bm25_search`` tool offered → ``answer``; else
 ``plain``. ``final`` is ``tool_choice == "none"`` (the reply is then text only).
 ``reply(role, body)`` computes the answer. Tool and argument names are read from the request's
-``tools`` schemas (preferring ``name``/``description``/``content``/``query``/``image_id`` when a
-schema has them, otherwise its string parameters, required ones first).
+``tools`` schemas (preferring ``name``/``description``/``session_id``/``content``/``date``/``query``/``path`` when a
+schema has them, otherwise its string parameters, required ones first), so the simulator drives
+ReMe's own tools: ``daily_write`` gets the session id and date ReMe's prompt states, ``read_image``
+the saved image path the notes cite.
 
 Usage (see ``usage_rules``): ``prompt_tokens = ceil(UTF-8 bytes of all message text, tool-call
 names and arguments, and json.dumps(tools, ensure_ascii=False) / 4) + 256 per image part``;
@@ -35,9 +37,11 @@ NOT_FOUND = "I could not find that in my memory."
 CANNOT_TELL = "I cannot tell from the image."
 MAX_KEY_WORDS = 60
 
-_LINE = re.compile(r"^\[L\d+ \| [^\]\n]*\] ?", re.MULTILINE)
-_IMAGE_LINE = re.compile(r"^\[L\d+ \| [^\]\n]*\] Image ID: (.+?) \(saved as ", re.MULTILINE)
-_HIT_IMAGE = re.compile(r"Image ID: (.+?\.(?:png|jpe?g|webp|gif))", re.IGNORECASE)
+_TURN = re.compile(r"^\[[^\]\n]* @ [^\]\n]*\]$", re.MULTILINE)  # ReMe's transcript: `[speaker @ time]`
+_PROMPT_FIELD = re.compile(r"^(Session ID|Today): *(\S+)$", re.MULTILINE)
+_IMAGE_PAIR = re.compile(r"^Image ID: (.+)\nImage source: \[\[([^\]\n]+)\]\]$", re.MULTILINE)
+_SAVED_IMAGE = re.compile(r"session/images/[^\s\]\[()|]+?\.(?:png|jpe?g|webp|gif)", re.IGNORECASE)
+_HIT = re.compile(r"^(?=\S+:\d+-\d+)", re.MULTILINE)
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff"
 _WORD = re.compile(rf"[{_CJK}]+|[^\W\d_{_CJK}]{{4,}}")
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -167,24 +171,31 @@ def _ingest(body: dict, final: bool) -> Completion:
 
 
 def ingest_call(body: dict) -> Completion:
-    """One ``daily_write`` call noting the session's key words and every Image ID seen."""
+    """One ``daily_write`` call noting the session's key words and, for every image seen, its Image
+    ID with the saved source ReMe cited; ``session_id`` and ``date`` are copied from ReMe's prompt."""
     text = "\n".join(message_text(m) for m in messages_of(body) if m.get("role") == "user")
-    lines = [line for line in _session_lines(text) if not line.startswith("Image ID: ")]
-    words = key_words("\n".join(lines) if lines else text)
-    image_ids = list(dict.fromkeys(_IMAGE_LINE.findall(text)))
+    fields = dict(_PROMPT_FIELD.findall(text))
+    turns = _session_text(text)
+    words = key_words("\n".join(line for line in turns.splitlines()
+                                if not line.startswith(("Image ID: ", "Image source: "))))
+    images = list(dict.fromkeys(_IMAGE_PAIR.findall(text)))
     slug = "-".join(w.lower() for w in words[:3])[:60] or "session-note"
     description = f"Session notes: {', '.join(words[:6]) or 'no key words'}"
-    content = "\n".join([f"Key words: {', '.join(words)}", *(f"Image ID: {i}" for i in image_ids)])
-    wanted = [("name", slug), ("description", description), ("content", content)]
+    content = "\n".join([f"Key words: {', '.join(words)}",
+                         *(f"- Image ID: {image_id} (source: [[{source}]])" for image_id, source in images)])
+    wanted = [("name", slug), ("description", description), ("session_id", fields.get("Session ID", "")),
+              ("content", content), ("date", fields.get("Today", ""))]
     return complete(body, tool_calls=[tool_call(body, "daily_write", wanted)])
 
 
-def _session_lines(text: str) -> list[str]:
-    """The contents of the rendered ``[L<n> | <role> @ <time>] <content>`` lines (multi-line
-    contents run until the next such line)."""
-    marks = list(_LINE.finditer(text))
-    ends = [m.start() for m in marks[1:]] + [len(text)]
-    return [text[m.end():end].strip() for m, end in zip(marks, ends)]
+def _session_text(text: str) -> str:
+    """The turns of ReMe's rendered conversation (``[speaker @ time]`` blocks), without the headers."""
+    marks = list(_TURN.finditer(text))
+    if not marks:
+        return text
+    end = text.find("\n# Your Task", marks[-1].end())
+    return "\n".join(text[m.end():nxt].strip() for m, nxt in
+                     zip(marks, [m.start() for m in marks[1:]] + [end if end > 0 else len(text)]))
 
 
 def question_of(body: dict) -> str:
@@ -226,11 +237,11 @@ def _answer(body: dict, final: bool) -> Completion:
     searches = [text for name, text in results if name == "bm25_search"]
     if not searches:
         return search_call(body)
-    image_ids = _HIT_IMAGE.findall(searches[-1])
-    if not image_ids:
+    images = next((found for hit in _HIT.split(searches[-1]) if (found := _SAVED_IMAGE.findall(hit))), [])
+    if not images:
         return complete(body, NOT_FOUND)
-    image_id = image_ids[min(_ordinal(question_of(body)), len(image_ids) - 1)]
-    return complete(body, tool_calls=[tool_call(body, "read_image", [("image_id", image_id)])])
+    image = list(dict.fromkeys(images))[min(_ordinal(question_of(body)), len(set(images)) - 1)]
+    return complete(body, tool_calls=[tool_call(body, "read_image", [("path", image)])])
 
 
 def _answer_from_pixels(body: dict) -> str:

@@ -1,0 +1,42 @@
+"""Answer one question with the plugin's `agentic_answer` job (DESIGN §4.3).
+
+The wall-clock budget `answer_timeout_s` bounds the whole job; exceeding it is an interrupted
+answer. Iterations and a `length` finish are read from this answer's own observed requests (the
+caller's usage scope still accounts for all of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from reme.application import Application
+
+from mobilemem import usage
+from mobilemem.config import CandidatePreset
+from mobilemem.dataset import CandidateQuestion
+from mobilemem.records import AnswerResponse, ToolCallRecord
+
+TRAJECTORIES = "mem_session/agentscope"
+
+
+async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:
+    with usage.scope() as own:
+        try:
+            async with asyncio.timeout(preset.answer_timeout_s):
+                response = await app.run_job("agentic_answer", query=job.question, question_id=job.question_id)
+        except TimeoutError:
+            return AnswerResponse(success=False, answer=None, finished_reason="interrupted",
+                                  iterations=len(usage.model_turns(own.requests)), error_kind="answer budget exceeded",
+                                  error=f"the answer exceeded its {preset.answer_timeout_s:g} s budget")
+    metadata = response.metadata
+    turns = usage.model_turns(own.requests)
+    session = metadata.get("session_id")
+    finished = metadata.get("finished_reason")
+    common = {"finished_reason": finished if finished in ("completed", "exceed_max_iters", "interrupted") else None,
+              "iterations": len(turns), "truncated": bool(turns) and turns[-1].finish_reason == "length",
+              "tool_calls": [ToolCallRecord.model_validate(c) for c in metadata.get("tool_calls") or []],
+              "trajectory_path": f"{TRAJECTORIES}/{session}.jsonl" if session else None}
+    if not response.success:
+        kind = "interrupted" if finished == "interrupted" else usage.failure_category(own.requests) or "failed"
+        return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)
+    return AnswerResponse(success=True, answer=str(response.answer), **common)

@@ -1,0 +1,79 @@
+"""`mobilemem_agentic_answer_step`: one question, one fresh agent on ReMe's `bench` wrapper.
+
+Shaped like the agentic_answer steps of ReMe's benchmark plugins: a `BaseStep` whose job tools
+are ReMe jobs. The user message is the official MobileMem QA template with the question and the
+memory-tool instructions (`answer_step.yaml`); the tools are `bm25_search` and `read` (ReMe's
+jobs, as ReMe's wrapper turns them into tools; session transcripts rendered) and `read_image`
+(`image_tool`, whose result is an image block). The wrapper builds a fresh agent per reply and
+dumps its native state under `mem_session/agentscope/`.
+
+Response: `success` is false for an interrupted reply; `answer` is the final reply's text;
+`metadata` holds `finished_reason`, `session_id` (the dumped agent state) and `tool_calls`.
+"""
+
+from __future__ import annotations
+
+from agentscope.message import TextBlock, ToolResultState, UserMsg
+from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+from reme.steps.base_step import BaseStep
+
+from mobilemem import qa_template
+from mobilemem.records import ToolCallRecord
+from mobilemem.reme.image_tool import image_tool
+
+ANSWERED = ("completed", "exceed_max_iters")
+MAX_TOOL_ERROR = 500
+
+
+def _recorded(tool: FunctionTool, calls: list[ToolCallRecord]) -> FunctionTool:
+    """The same tool, each call noted as it happens (context compression cannot hide it later)."""
+
+    async def call(**kwargs) -> ToolChunk:
+        try:
+            chunk = await tool.call(**kwargs)
+        except Exception as exc:
+            calls.append(ToolCallRecord(name=tool.name, ok=False, error=str(exc)[:MAX_TOOL_ERROR]))
+            raise
+        ok = chunk.state != ToolResultState.ERROR
+        text = "".join(b.text for b in chunk.content if isinstance(b, TextBlock))
+        calls.append(ToolCallRecord(name=tool.name, ok=ok, error=None if ok else text[:MAX_TOOL_ERROR]))
+        return chunk
+
+    return FunctionTool(func=call, name=tool.name, description=tool.description, input_schema=tool.input_schema,
+                        is_concurrency_safe=tool.is_concurrency_safe)
+
+
+class AgenticAnswerStep(BaseStep):
+    JOB_TOOLS = ("bm25_search", "read")
+    INJECTED_JOB_KWARGS = {"read_step_format_session": True}
+    TOOL_CONTEXT_PREFIX = "mobilemem_answer"
+
+    def _toolkit(self, question_id: str, calls: list[ToolCallRecord]) -> Toolkit:
+        wrapper = self.agent_wrapper
+        context_id = f"{self.TOOL_CONTEXT_PREFIX}_{question_id}"
+        # `_make_tool` is how ReMe's wrapper turns a job into a tool (schema, injected arguments,
+        # text result); calling it keeps those exactly ReMe's for the two text tools.
+        tools = [wrapper._make_tool(self.get_job(name), context_id, self.INJECTED_JOB_KWARGS)  # noqa: SLF001
+                 for name in self.JOB_TOOLS]
+        tools.append(image_tool(self.get_job("read_image"), self.file_store.workspace_path))
+        return Toolkit(tools=[_recorded(tool, calls) for tool in tools])
+
+    async def execute(self):
+        assert self.context is not None
+        response = self.context.response
+        question = str(self.context.get("query") or "")
+        if not question.strip():
+            response.success, response.answer = False, "Error: query cannot be empty"
+            return response
+        calls: list[ToolCallRecord] = []
+        message = UserMsg(name="user", content=[
+            TextBlock(text=qa_template.render(question, self.get_prompt("memory_tools").rstrip("\n")))])
+        result = await self.agent_wrapper.reply(
+            message, system_prompt=self.get_prompt("system_prompt").rstrip("\n"),
+            toolkit=self._toolkit(str(self.context.get("question_id") or "question"), calls))
+        finished = str((result.get("last_message") or {}).get("finished_reason") or "") or None
+        response.success = finished in ANSWERED
+        response.answer = (result.get("result") or "") if response.success else f"the reply ended {finished}"
+        response.metadata.update({"finished_reason": finished, "session_id": result.get("session_id"),
+                                  "tool_calls": [c.model_dump() for c in calls]})
+        return response
