@@ -5,11 +5,12 @@
     python flows/mobilemem.py summarize RUN_DIR
 
 `mobilemem` (parent flow) → one `mobilemem-user` subflow per scheduled user, at most
-`user_concurrency` at once; inside, the chronological chain of `ingest_session` tasks (a failure
-ends it), `build_index`, then per question `answer_question` → `judge_answer`, with at most
+`user_concurrency` at once; inside, on the user's own ReMe application (opened before the first
+session, closed after the last question), the chronological chain of `ingest_session` tasks (a
+failure ends it), `build_index`, then per question `answer_question` → `judge_answer`, with at most
 `query_concurrency` answers and `judge_concurrency` judgments in flight across all users.
 Failures are gap records; the flow always finishes with `finalize` (summary.json, results.jsonl).
-Task arguments are passed `quote()`d: they hold models, indexes and dataset views that Prefect
+Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
 Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 130 interrupted.
 """
@@ -38,7 +39,6 @@ from prefect import flow
 from prefect.exceptions import TerminationSignal
 from prefect.utilities.annotations import quote
 
-from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
@@ -47,7 +47,7 @@ from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
 from tasks import run_setup
 from tasks.answer import answer_question, record_orphaned_questions, skip_question
-from tasks.context import RunContext, UserContext, lookup, user_context
+from tasks.context import RunContext, UserContext, lookup
 from tasks.finalize import finalize, write_summary
 from tasks.index import build_index
 from tasks.ingest import ingest_session
@@ -66,14 +66,13 @@ async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] |
     return None
 
 
-async def _question(context: RunContext, user: UserContext, job: CandidateQuestion, memory: UserMemory | None,
+async def _question(context: RunContext, user: UserContext, job: CandidateQuestion,
                     blocked: tuple[str, str, str | None] | None) -> None:
-    if blocked is not None or memory is None:
-        stage, reason, error_id = blocked or ("index", "memory not loaded", None)
-        await skip_question(job, user, stage, reason, error_id)
+    if blocked is not None:
+        await skip_question(job, user, *blocked)
         return
     async with context.answers:
-        answered = await answer_question(quote(job), quote(user), quote(memory))
+        answered = await answer_question(quote(job), quote(user))
     if answered.success:
         async with context.judgments:
             await judge_answer(quote(context.dataset.judge_questions[job.question_id]), answered.answer or "",
@@ -87,12 +86,14 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
     # API calls on SQLite) overlap with other users' work instead of idling a slot.
     async with context.users:
-        user = user_context(context, user_id)
-        await user.progress.start()
-        blocked = await _history(scheduled.sessions, user)
-        memory = None if blocked else await asyncio.to_thread(UserMemory.load, user.workspace)
-        await asyncio.gather(*(_question(context, user, job, memory, blocked) for job in scheduled.questions))
-        await user.progress.finish()
+        user = await run_setup.open_user(context, user_id)  # the user's ReMe application
+        try:
+            await user.progress.start()
+            blocked = await _history(scheduled.sessions, user)
+            await asyncio.gather(*(_question(context, user, job, blocked) for job in scheduled.questions))
+            await user.progress.finish()
+        finally:
+            await run_setup.close_user(user)
     return {"answered": user.progress.answered, "judged": user.progress.judged, "gaps": user.progress.gaps}
 
 
@@ -213,7 +214,7 @@ def _console_logging() -> None:
         handler.mobilemem_console = True  # type: ignore[attr-defined]
         progress.addHandler(handler)
     logging.getLogger("mobilemem").propagate = False  # run.log still gets it (run_setup)
-    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "bm25s", "as"):
+    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "as"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

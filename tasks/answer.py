@@ -11,12 +11,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem import usage
-from mobilemem.candidate import answer
-from mobilemem.candidate.tools import UserMemory
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile, ErrorFile, ErrorLine, GapStage, JobFile
+from mobilemem.reme import answer
 from mobilemem.rundir import append_error, write_record
 from tasks.context import RunContext, UserContext
 from tasks.outcome import StepOutcome, record_gap
@@ -35,14 +34,14 @@ async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapSta
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
-async def answer_question(job: CandidateQuestion, user: UserContext, memory: UserMemory) -> StepOutcome:
+async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     write_job(job, user)
     paths = user.run.user(user.user_id).question(job.question_id)
     ids = {"user_id": job.user_id, "question_id": job.question_id}
     started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
     with usage.scope() as scope:
         try:
-            response = await answer.answer_question(job, memory, user.candidate_model, user.config.candidate)
+            response = await answer.answer_question(user.app, job, user.config.candidate)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="answer", **ids)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentscope.model import ChatModelBase
+from reme.application import Application
 
-from mobilemem.candidate.workspace import Workspace
 from mobilemem.config import Config
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.rundir import RunDir
@@ -44,7 +44,7 @@ class UserContext:
 
     run: RunDir
     user_id: int
-    workspace: Workspace
+    app: Application  # the user's ReMe application, open from the first session to the last question
     dataset_root: Path
     config: Config
     candidate_model: ChatModelBase
@@ -67,9 +67,8 @@ def lookup(run_dir: Path) -> RunContext:
     return _RUNS[str(run_dir)]
 
 
-def user_context(context: RunContext, user_id: int) -> UserContext:
-    return UserContext(run=context.run, user_id=user_id,
-                       workspace=Workspace(context.run.user(user_id).workspace).create(),
+def user_context(context: RunContext, user_id: int, app: Application) -> UserContext:
+    return UserContext(run=context.run, user_id=user_id, app=app,
                        dataset_root=context.dataset.root, config=context.config,
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
                        progress=context.progress[user_id])

@@ -1,18 +1,17 @@
-"""Prefect task `build_index`: BM25 over the user's memory; writes `index-response.json`, then the
-completion marker `memory_usage.json` (the user's memory cost) last."""
+"""Prefect task `build_index`: ReMe's `index_update` + `digest_update` (BM25 over the user's memory);
+writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost) last."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem.candidate.index import MemoryIndex
 from mobilemem.errors import error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
+from mobilemem.reme import app as reme_app
 from mobilemem.rundir import append_error, read_record, write_record
 from mobilemem.usage import summarize
 from tasks.context import UserContext
@@ -25,7 +24,7 @@ async def build_index(user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id)
     started = datetime.now(UTC)
     try:
-        _, response = await asyncio.to_thread(MemoryIndex.build, user.workspace)
+        response = await reme_app.build_index(user.app)
     except Exception as exc:
         raise_if_cancelled()
         error = error_record(exc, stage="index", user_id=user.user_id)

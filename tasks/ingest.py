@@ -1,4 +1,4 @@
-"""Prefect task `ingest_session`: one session into memory; writes `sessions/<sid>.json`."""
+"""Prefect task `ingest_session`: one session into the user's ReMe memory; writes `sessions/<sid>.json`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem import usage
-from mobilemem.candidate import ingest
 from mobilemem.dataset import CandidateSession
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
+from mobilemem.reme import ingest
 from mobilemem.rundir import append_error, write_record
 from tasks.context import UserContext
 from tasks.outcome import StepOutcome
@@ -24,28 +24,26 @@ from tasks.outcome import StepOutcome
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
     ids = {"user_id": user.user_id, "session_id": session.session_id,
            "image_paths": [t.image.path for t in session.turns if t.image]}
-    started, response, error = datetime.now(UTC), None, None
+    started, response, error, kind = datetime.now(UTC), None, None, None
     with usage.scope() as scope:
         try:
-            response = await ingest.ingest_session(session, user.dataset_root, user.workspace,
-                                                   user.candidate_model, user.config.candidate)
+            response = await ingest.ingest_session(user.app, session, user.dataset_root)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="ingest", **ids)
-    if response is not None and not response.success:
-        error = failure_record(stage="ingest", error_type=response.error_kind or "failed",
-                               reason=response.error or "failed", **ids)
+            kind = usage.failure_category(scope.requests) or error.error_type
+    if response is not None and not response.success:  # ReMe's job failed: its answer is the reason
+        kind = response.error_kind or usage.failure_category(scope.requests) or "ReMe job failed"
+        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed", **ids)
     if error is not None:
         append_error(user.run, error)
-    kind = (response.error_kind if response else error.error_type) if error else None
     write_record(user.run.user(user.user_id).session(session.session_id), SessionFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
-        success=error is None, notes_written=response.notes_written if response else [],
-        finished_reason=response.finished_reason if response else None, usage=scope.usage(),
-        requests=scope.requests, error_kind=kind, error_id=error.id if error else None,
-        error=error.reason if error else None))
+        success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
+        answer=response.answer if response else None, usage=scope.usage(), requests=scope.requests,
+        error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None))
     await user.progress.bump(ingested=1 if error is None else 0)
-    # A session's agent and HTTP exchanges (tens of MB of images) are reference cycles; without a
+    # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
     # collection here they pile up between rare full collections (bench/README.md, peak RSS).
     gc.collect()
     return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None)

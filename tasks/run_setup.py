@@ -27,14 +27,16 @@ from mobilemem.config import Config, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.errors import ConfigError, MobilememError, error_record, sanitize
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
-from mobilemem.prompts import prompt_hashes
-from mobilemem.records import PlannedQuestion, RunFile, RunState
+from mobilemem.prompts import frozen_hashes
+from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState
+from mobilemem.reme import PLUGIN_NAME
+from mobilemem.reme import app as reme_app
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
-from tasks.context import RunContext, register, release
+from tasks.context import RunContext, UserContext, register, release, user_context
 from tasks.finalize import write_summary
 from tasks.progress import UserProgress
 
-PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "agentscope", "prefect", "openai", "httpx", "bm25s",
+PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
             "pillow", "pydantic", "numpy")
 INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -87,6 +89,13 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+def _candidate(config: Config) -> CandidateProvenance:
+    versions = _versions()
+    return CandidateProvenance(reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
+                               preset=reme_app.PRESET, plugin=PLUGIN_NAME, plugin_version=versions["mobilemem"],
+                               inject_runtime_state=config.candidate.inject_runtime_state)
+
+
 def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
     commit, dirty = _git()
     return RunFile(
@@ -94,7 +103,7 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
         config=plan.config.model_dump(mode="json"), package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
-        prompt_sha256=prompt_hashes(), started_at=datetime.now(UTC), flow_run_id=flow_run.get_id(),
+        prompt_sha256=frozen_hashes(), candidate=_candidate(plan.config), started_at=datetime.now(UTC), flow_run_id=flow_run.get_id(),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,
                                    difficulty=j.difficulty, gold=j.answer)
@@ -151,6 +160,18 @@ async def _cleanup(run: RunDir, step, *args) -> None:
         await step(*args)
     except Exception as exc:
         append_error(run, error_record(exc, stage="cleanup"))
+
+
+async def open_user(context: RunContext, user_id: int) -> UserContext:
+    """The user's ReMe application on `users/<uid>/workspace/`, before the user's first session."""
+    app = await reme_app.open_user_app(context.run.user(user_id).workspace, context.candidate_model,
+                                       context.config.candidate)
+    return user_context(context, user_id, app)
+
+
+async def close_user(user: UserContext) -> None:
+    """After the user's last question; a failure to close is a cleanup error."""
+    await _cleanup(user.run, user.app.close)
 
 
 async def _injected_failure() -> None:

@@ -128,6 +128,18 @@ class PlannedQuestion(BaseModel):
     gold: str | list[str]
 
 
+class CandidateProvenance(BaseModel):
+    """Which ReMe produced the answers (DESIGN §4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reme_version: str = Field(description="installed reme-ai")
+    agentscope_version: str
+    preset: str = Field(description="the ReMe application preset")
+    plugin: str = Field(description="the ReMe plugin enabled by name")
+    plugin_version: str = Field(description="the mobilemem distribution that ships the plugin")
+    inject_runtime_state: bool
+
+
 class RunFile(RecordBase):
     args: dict[str, JsonValue]
     config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
@@ -138,7 +150,8 @@ class RunFile(RecordBase):
     dataset_revision: str | None
     data_sha256: str
     questions_sha256: str
-    prompt_sha256: dict[str, str]
+    prompt_sha256: dict[str, str] = Field(description="sha256 of every frozen text the plugin adds")
+    candidate: CandidateProvenance | None = None
     started_at: AwareDatetime
     finished_at: AwareDatetime | None = None
     flow_run_id: str | None = None
@@ -168,7 +181,9 @@ class SessionFile(Timed):
     user_id: int
     session_id: str
     success: bool
-    notes_written: list[str] = Field(default_factory=list, description="workspace-relative paths")
+    notes_written: list[str] = Field(default_factory=list, description="the note ReMe reports (workspace-relative)")
+    answer: str | None = Field(default=None, description="ReMe's auto_memory answer: the agent's last text, or "
+                                                           "its error message when the job failed")
     finished_reason: FinishedReason | None = None
     usage: Usage
     requests: list[ObservedRequest]
@@ -180,8 +195,8 @@ class SessionFile(Timed):
 class IndexResponseFile(Timed):
     user_id: int
     success: bool
-    documents: int = 0
-    chunks: int = 0
+    documents: int = Field(default=0, description="files in ReMe's keyword index")
+    chunks: int = Field(default=0, description="chunks in ReMe's keyword index")
     build_seconds: float | None = None
     error_id: str | None = None
     error: str | None = None
@@ -191,17 +206,6 @@ class MemoryUsageFile(RecordBase):
     user_id: int
     sessions: int
     usage: Usage
-
-
-class DialogLine(RecordBase):
-    """One line of `memory/session/dialog/<sid>.jsonl`, written by the runner."""
-
-    line: int
-    role: Literal["user", "assistant"]
-    time: str
-    text: str | None = None
-    image_id: str | None = None
-    saved_as: str | None = Field(default=None, description="memory-relative path of the saved image")
 
 
 # --- per question --------------------------------------------------------------------------------

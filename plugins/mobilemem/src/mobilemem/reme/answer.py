@@ -14,9 +14,15 @@ from reme.application import Application
 from mobilemem import usage
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponse, ToolCallRecord
 
 TRAJECTORIES = "mem_session/agentscope"
+
+
+def _interrupted(requests, kind: str, reason: str) -> AnswerResponse:
+    return AnswerResponse(success=False, answer=None, finished_reason="interrupted",
+                          iterations=len(usage.model_turns(requests)), error_kind=kind, error=reason)
 
 
 async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:
@@ -25,9 +31,11 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
             async with asyncio.timeout(preset.answer_timeout_s):
                 response = await app.run_job("agentic_answer", query=job.question, question_id=job.question_id)
         except TimeoutError:
-            return AnswerResponse(success=False, answer=None, finished_reason="interrupted",
-                                  iterations=len(usage.model_turns(own.requests)), error_kind="answer budget exceeded",
-                                  error=f"the answer exceeded its {preset.answer_timeout_s:g} s budget")
+            return _interrupted(own.requests, "answer budget exceeded",
+                                f"the answer exceeded its {preset.answer_timeout_s:g} s budget")
+        except asyncio.CancelledError:
+            raise_if_cancelled()  # the run is being interrupted: not a failure of this answer
+            return _interrupted(own.requests, "interrupted", "the answer agent's reply was interrupted")
     metadata = response.metadata
     turns = usage.model_turns(own.requests)
     session = metadata.get("session_id")

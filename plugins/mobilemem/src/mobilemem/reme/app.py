@@ -33,8 +33,8 @@ log = logging.getLogger("mobilemem.reme.log")
 
 class IndexResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
-    index_update: dict[str, Any]
-    digest_update: dict[str, Any]
+    documents: int  # files in ReMe's keyword index
+    chunks: int
     build_seconds: float
 
 
@@ -86,11 +86,10 @@ async def open_user_app(workspace: Path, model: ChatModelBase, preset: Candidate
 async def build_index(app: Application) -> IndexResponse:
     """ReMe's `index_update` then `digest_update`, once, after the user's last session."""
     started = time.perf_counter()
-    metadata = {}
     for job in ("index_update", "digest_update"):
         response = await app.run_job(job)
         if not response.success:
             raise MobilememError(f"ReMe's {job} failed: {response.answer}")
-        metadata[job] = response.metadata
-    return IndexResponse(index_update=metadata["index_update"], digest_update=metadata["digest_update"],
+    chunks = app.context.components["file_store"]["default"].file_chunks.values()
+    return IndexResponse(documents=len({chunk.path for chunk in chunks}), chunks=len(chunks),
                          build_seconds=round(time.perf_counter() - started, 4))

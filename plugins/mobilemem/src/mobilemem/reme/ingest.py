@@ -19,6 +19,7 @@ from reme.application import Application
 
 from mobilemem.dataset import CandidateSession, CandidateTurn
 from mobilemem.images import image_for_model
+from mobilemem.models import raise_if_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class IngestResponse(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     success: bool
     answer: str
+    error_kind: str | None = None  # "interrupted" when the memory agent's reply was cut short
     note_path: str | None = None
     created: bool | None = None
     modified: bool | None = None
@@ -52,10 +54,15 @@ def session_messages(session: CandidateSession, dataset_root: Path) -> list[Msg]
 
 async def ingest_session(app: Application, session: CandidateSession, dataset_root: Path) -> IngestResponse:
     """One `auto_memory` call for the session. A failed job gives `success=False` with ReMe's
-    message as `answer` (a reason, never memory); an interrupted reply raises."""
+    message as `answer` (a reason, never memory), and so does an interrupted reply."""
     messages = await asyncio.to_thread(session_messages, session, dataset_root)
-    response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
-                                 date=session.event_start_time[:10], include_images=True)
+    try:
+        response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
+                                     date=session.event_start_time[:10], include_images=True)
+    except asyncio.CancelledError:
+        raise_if_cancelled()  # the run is being interrupted: not a failure of this session
+        return IngestResponse(success=False, answer="the memory agent's reply was interrupted",
+                              error_kind="interrupted")
     metadata = response.metadata
     log.debug("session %s: success=%s note=%s", session.session_id, response.success, metadata.get("path"))
     return IngestResponse(success=response.success, answer=str(response.answer or ""),
