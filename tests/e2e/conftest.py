@@ -26,12 +26,16 @@ def prefect_server():
 
 @pytest.fixture(scope="session")
 def baseline_run(sample_root, simulator, tmp_path_factory):
-    """The fault-free run of the sample every fault scenario is compared with: (exit, RunDir, requests)."""
+    """The fault-free run of the sample every fault scenario is compared with: (exit, RunDir, chat
+    requests, every HTTP route hit). ReMe's embedding settings point at the simulator too, so an
+    embedding request, if ReMe ever made one, would show up in the routes."""
     from e2e.runs import run_cli
 
     simulator.reset()
     with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBEDDING_BASE_URL", simulator.base_url)
+        mp.setenv("EMBEDDING_API_KEY", "sk-embedding-unused")
         code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("baseline"))
-    requests = simulator.requests
+    requests, routes = simulator.requests, simulator.routes
     simulator.reset()
-    return code, run, requests
+    return code, run, requests, routes

@@ -11,7 +11,6 @@ from prefect.client.orchestration import get_client
 
 from conftest import ROOT
 from e2e.runs import API_KEY, errors, run_cli, summary
-from mobilemem.candidate.index import MemoryIndex
 from mobilemem.dataset import load_dataset
 from mobilemem.records import (
     AnswerResponseFile,
@@ -22,6 +21,7 @@ from mobilemem.records import (
     RunFile,
     SessionFile,
 )
+from mobilemem.reme import app as reme_app
 from mobilemem.rundir import read_lines, read_record
 from mobilemem.simulator import FaultRule
 
@@ -42,19 +42,19 @@ def faulty_run(sample_root, simulator, tmp_path_factory):
     dataset = load_dataset(sample_root)
     answer_q, judge_q = dataset.users[0].questions[1], dataset.users[0].questions[2]
     simulator.reset()
-    simulator.faults = [FaultRule(role="ingest", contains="Session 1_2,", kind="http_500"),
+    simulator.faults = [FaultRule(role="ingest", contains="session_id=1_2 date=", kind="http_500"),
                         FaultRule(role="answer", contains=answer_q.question, kind="http_401_echo"),
                         FaultRule(role="judge", contains=judge_q.question, kind="empty_reply")]
-    real_build = MemoryIndex.build
+    real_build = reme_app.build_index
 
-    def failing_build(ws):
-        if ws.root.parent.name == "2":
+    async def failing_build(app):
+        if app.config.workspace_dir.endswith("/2/workspace"):
             raise OSError("disk full while writing the index (injected)")
-        return real_build(ws)
+        return await real_build(app)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MOBILEMEM_INJECT_CLEANUP_ERROR", "1")
-        mp.setattr(MemoryIndex, "build", staticmethod(failing_build))
+        mp.setattr(reme_app, "build_index", failing_build)
         code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"),
                             base_url=simulator.base_url.replace("http://", f"http://bob:{URL_SECRET}@"))
     requests = simulator.requests
@@ -76,6 +76,11 @@ def test_a_failed_session_ends_only_that_users_history(faulty_run):
     assert not user.index_response.exists() and not user.memory_usage.exists()
     [ingest_error] = [e for e in errors(run) if e.stage == "ingest"]
     assert (ingest_error.user_id, ingest_error.session_id) == (1, "1_2") and ingest_error.image_paths
+    attempts = [r for r in requests if r.role == "ingest" and "session_id=1_2 date=" in json.dumps(r.body)]
+    assert [r.status for r in attempts] == [500]  # one HTTP attempt through ReMe's job, its wrapper and model
+    failed = read_record(user.session("1_2"), SessionFile)
+    assert not failed.success and failed.error_kind == "HTTP 500" and failed.error_id == ingest_error.id
+    assert failed.answer and "500" in failed.answer  # ReMe's error message, kept as the reason
     for qid in ("1_q_1", "1_q_2", "1_q_3"):
         q = user.question(qid)
         gap = read_record(q.error, ErrorFile)
@@ -143,7 +148,7 @@ async def test_no_planted_secret_anywhere_in_the_run_directory_log_or_artifacts(
 
 def test_other_questions_are_identical_to_the_fault_free_baseline(faulty_run, baseline_run):
     _, run, _, answer_q, judge_q = faulty_run
-    _, baseline, _ = baseline_run
+    _, baseline, _, _ = baseline_run
     affected = {answer_q.question_id, judge_q.question_id}
     ours = {r.question_id: r for r in read_lines(run.results, ResultLine)}
     theirs = {r.question_id: r for r in read_lines(baseline.results, ResultLine)}
@@ -151,8 +156,7 @@ def test_other_questions_are_identical_to_the_fault_free_baseline(faulty_run, ba
     assert same == ["0_q_1"]
     for qid in same:
         assert ours[qid].model_dump(exclude={"answer_latency_s"}) == theirs[qid].model_dump(exclude={"answer_latency_s"})
-    for name in ("notes", "dialog"):
-        folder = {"notes": "memory/daily", "dialog": "memory/session/dialog"}[name]
+    for folder in ("daily", "session/dialog", "session/images"):
         mine = sorted(p.relative_to(run.root) for p in (run.user(0).workspace / folder).rglob("*") if p.is_file())
         base = sorted(p.relative_to(baseline.root) for p in (baseline.user(0).workspace / folder).rglob("*")
                       if p.is_file())

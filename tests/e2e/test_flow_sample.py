@@ -32,12 +32,15 @@ def sample_run(baseline_run):
 
 
 def test_exit_0_and_every_file_of_the_layout(sample_run):
-    code, run, _ = sample_run
+    code, run, _, _ = sample_run
     assert code == 0
     manifest = read_record(run.run, RunFile)
     assert manifest.state == "completed" and manifest.finished_at and not manifest.simulated
-    assert set(manifest.prompt_sha256) >= {"answer_system", "auto_memory_system", "qa_text_memory"}
+    assert set(manifest.prompt_sha256) == {"prompts/qa_text_memory.txt", "reme/plugin.yaml", "reme/answer_step.yaml"}
     assert manifest.package_versions["prefect"].startswith("3.9")
+    assert manifest.candidate.reme_version == manifest.package_versions["reme-ai"] == "0.4.2.0"
+    assert (manifest.candidate.preset, manifest.candidate.plugin, manifest.candidate.inject_runtime_state) == (
+        "benchmark", "mobilemem", False)
     read_record(run.judge_settings, JudgeSettingsFile)
     assert run.errors.read_text() == "" and run.cleanup_errors.read_text() == ""
     assert "user 0: sessions 4/4" in run.log.read_text()
@@ -57,7 +60,7 @@ def test_exit_0_and_every_file_of_the_layout(sample_run):
 
 
 def test_summary_and_results_are_a_function_of_the_files(sample_run, capsys):
-    _, run, _ = sample_run
+    _, run, _, _ = sample_run
     written = summary(run)
     assert (written.expected, written.answered, written.judged, written.scored) == (9, 9, 9, 9)
     assert written.overall.accuracy == 1.0 and written.gaps == {}
@@ -71,7 +74,7 @@ def test_summary_and_results_are_a_function_of_the_files(sample_run, capsys):
 
 
 def test_usage_equals_the_simulators_successful_candidate_requests(sample_run):
-    _, run, requests = sample_run
+    _, run, requests, _ = sample_run
     usage = summary(run).usage
     candidate = [r for r in requests if r.role in ("ingest", "answer", "compression") and r.status == 200]
     judge = [r for r in requests if r.role == "judge"]
@@ -85,7 +88,7 @@ def test_usage_equals_the_simulators_successful_candidate_requests(sample_run):
 
 
 def test_the_candidate_never_sees_a_reference_and_no_key_is_written(sample_run):
-    _, run, requests = sample_run
+    _, run, requests, _ = sample_run
     candidate = [r for r in requests if r.role != "judge"]
     assert not [r.id for r in candidate if MARKER in json.dumps(r.body, ensure_ascii=False)]
     leaked = [p for p in run.root.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()]
@@ -93,7 +96,7 @@ def test_the_candidate_never_sees_a_reference_and_no_key_is_written(sample_run):
 
 
 def test_existing_run_directory_is_refused_untouched(sample_run, sample_root, capsys, monkeypatch, simulator):
-    _, run, _ = sample_run
+    _, run, _, _ = sample_run
     before = sorted((p.relative_to(run.root), p.stat().st_mtime_ns) for p in run.root.rglob("*"))
     monkeypatch.setenv("LLM_API_KEY", API_KEY)
     monkeypatch.setenv("LLM_BASE_URL", simulator.base_url)
@@ -124,7 +127,7 @@ def test_the_judge_sees_only_question_references_evidence_and_the_final_answer(s
     from mobilemem.dataset import load_dataset
     from mobilemem_judge import fill
 
-    _, run, requests = sample_run
+    _, run, requests, _ = sample_run
     judge_questions = load_dataset(sample_root).judge_questions
     expected = set()
     for qid, question in judge_questions.items():

@@ -53,6 +53,7 @@ class Simulator:
         self._server = server
         self._lock = threading.Lock()
         self._log: list[LoggedRequest] = []
+        self._routes: list[str] = []  # "METHOD /path" of every HTTP request, routed or not
         self._table = FaultTable(faults)
         self._ids = itertools.count(1)
         self._in_flight: Counter[str | None] = Counter()
@@ -73,6 +74,15 @@ class Simulator:
             return list(self._log)
 
     @property
+    def routes(self) -> list[str]:
+        with self._lock:
+            return list(self._routes)
+
+    def _route(self, method: str, path: str) -> None:
+        with self._lock:
+            self._routes.append(f"{method} {path}")
+
+    @property
     def faults(self) -> list[FaultRule]:
         return self._table.rules
 
@@ -84,6 +94,7 @@ class Simulator:
         """Forget the log, the fault rules (and their hit counts), in-flight maxima and latency."""
         with self._lock:
             self._log.clear()
+            self._routes.clear()
             self._max.clear()
         self.faults = ()
         self.latency_s = 0.0
@@ -159,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Silenced: the default access log would be the only place a request line leaks."""
 
     def do_GET(self) -> None:  # noqa: N802
+        self.server.simulator._route("GET", self.path)
         if self.path.split("?")[0].rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "mobilemem-simulator"} for m in MODEL_IDS]
             self._json(200, {"object": "list", "data": data})
@@ -166,6 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route for GET {self.path}", "not_found_error")
 
     def do_POST(self) -> None:  # noqa: N802
+        self.server.simulator._route("POST", self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route for POST {self.path}", "not_found_error")
