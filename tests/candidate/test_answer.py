@@ -1,17 +1,15 @@
+"""Answers through the plugin's agentic_answer job on ReMe's bench wrapper, against the simulator."""
+
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from agentscope.tool import ToolChunk
 
 from conftest import MARKER
 from mobilemem import usage
-from mobilemem.candidate.answer import answer_question
-from mobilemem.candidate.tools import MemoryTools, UserMemory
-from mobilemem.candidate.workspace import Workspace
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
+from mobilemem.reme import answer_step
+from mobilemem.reme.answer import answer_question
 from mobilemem.simulator import FaultRule
 
 
@@ -20,26 +18,22 @@ def _correct(answer: str | None, gold: str | list[str]) -> bool:
     return any(g.lower() in (answer or "").lower() for g in golds)
 
 
-async def _answer_all(ingested, simulator, model, preset, copy_to=None):
-    """Answer every question; with `copy_to`, in copies of the workspaces (their trajectories)."""
+async def _answer_all(ingested, simulator, preset):
     simulator.reset()
     results = {}
     for user in ingested.dataset.users:
-        ws = ingested.workspaces[user.user_id]
-        if copy_to is not None:
-            ws = Workspace(Path(shutil.copytree(ws.root, copy_to / str(user.user_id))))
-        memory = UserMemory.load(ws)
         for job in user.questions:
             with usage.scope() as scope:
-                results[job.question_id] = (await answer_question(job, memory, model, preset), scope.requests)
+                response = await answer_question(ingested.apps[user.user_id], job, preset)
+            results[job.question_id] = (response, scope.requests)
     requests = simulator.requests
     simulator.reset()
     return results, requests
 
 
 @pytest_asyncio.fixture(scope="session")
-async def answered(ingested, simulator, candidate_model, config):
-    return await _answer_all(ingested, simulator, candidate_model, config.candidate)
+async def answered(ingested, simulator, config):
+    return await _answer_all(ingested, simulator, config.candidate)
 
 
 def _accuracy(ingested, results) -> float:
@@ -50,21 +44,24 @@ def _accuracy(ingested, results) -> float:
 def test_every_selected_question_is_answered_from_the_images(ingested, answered):
     results, _ = answered
     assert set(results) == set(ingested.dataset.judge_questions)
-    for response, _ in results.values():
+    for qid, (response, _) in results.items():
         assert response.success and response.finished_reason == "completed" and not response.truncated
         assert [(c.name, c.ok) for c in response.tool_calls] == [("bm25_search", True), ("read_image", True)]
         assert response.iterations == 3
+        assert (ingested.workspaces[int(qid.split("_")[0])] / response.trajectory_path).is_file()
     assert _accuracy(ingested, results) >= 0.9
 
 
-async def test_accuracy_collapses_when_read_image_returns_text(ingested, simulator, candidate_model, config,
-                                                              monkeypatch, tmp_path):
-    def text_only(self, image_id: str) -> ToolChunk:
-        return ToolChunk(content=[])  # the same call, but no picture reaches the model
+async def test_accuracy_collapses_when_read_image_hands_the_model_base64_text(ingested, simulator, config,
+                                                                             monkeypatch):
+    def remes_text_tool(job, workspace, folder):
+        # ReMe's generic job tool: the same read_image job, its result as text (the base64 string)
+        return ingested.apps[0].context.components["agent_wrapper"]["bench"]._make_tool(job)
 
-    monkeypatch.setattr(MemoryTools, "read_image", text_only)
-    results, _ = await _answer_all(ingested, simulator, candidate_model, config.candidate, copy_to=tmp_path)
+    monkeypatch.setattr(answer_step, "image_tool", remes_text_tool)
+    results, requests = await _answer_all(ingested, simulator, config.candidate)
     assert all(r.success for r, _ in results.values())
+    assert any("iVBORw0KGgo" in json.dumps(r.body) or "/9j/" in json.dumps(r.body) for r in requests)
     assert _accuracy(ingested, results) <= 0.2
 
 
@@ -76,43 +73,45 @@ def test_answers_see_no_reference_and_usage_matches_the_simulator(answered):
     assert sum(o.total_tokens for o in observed) == sum(r.usage["total_tokens"] for r in requests)
 
 
-def test_trajectories_are_saved_without_payloads(ingested, answered):
+def test_the_agent_gets_exactly_the_three_tools_and_the_official_template(answered):
+    _, requests = answered
+    for request in requests:
+        assert sorted(t["function"]["name"] for t in request.body["tools"]) == ["bm25_search", "read", "read_image"]
+        assert "<current-time>" not in json.dumps(request.body)
+    user_text = next(m for m in requests[0].body["messages"] if m["role"] == "user")["content"][0]["text"]
+    assert user_text.startswith("Question:\n") and "Answer Rules:" in user_text
+    assert "bm25_search(query, limit=5)" in user_text and "[Retrieved Memories]" not in user_text
+
+
+def test_trajectories_are_remes_native_agent_states(ingested, answered):
     results, _ = answered
-    for qid, (response, _) in results.items():
-        user_id = int(qid.split("_")[0])
-        text = (ingested.workspaces[user_id].root / response.trajectory_path).read_text()
-        assert '"saved_as": "session/images/' in text and "iVBORw0KGgo" not in text
+    response, _ = results["0_q_1"]
+    lines = (ingested.workspaces[0] / response.trajectory_path).read_text().splitlines()
+    assert lines and all(json.loads(line) for line in lines)
 
 
-def _first_job(ingested, tmp_path):
-    """The first question, answered in a copy of its user's workspace (the originals stay as built)."""
-    user = ingested.dataset.users[0]
-    copy = Workspace(Path(shutil.copytree(ingested.workspaces[user.user_id].root, tmp_path / "workspace")))
-    return user.questions[0], UserMemory.load(copy)
-
-
-async def test_tiny_context_triggers_counted_compression(ingested, sim, config, tmp_path):
+async def test_tiny_context_triggers_counted_compression(ingested, sim, config, copied_app):
     preset = config.candidate.model_copy(update={"context_size": 3000})
     model = build_chat_model(Endpoint.simulated("candidate", config, sim.base_url), preset)
-    job, memory = _first_job(ingested, tmp_path)
     try:
+        app, _ = await copied_app(preset=preset, model=model)
         with usage.scope() as scope:
-            response = await answer_question(job, memory, model, preset)
+            response = await answer_question(app, ingested.dataset.users[0].questions[0], preset)
     finally:
         await close_chat_model(model)
     assert response.success
-    assert [r.role for r in sim.requests].count("compression") >= 1
-    assert sum(r.compression for r in scope.requests) == [r.role for r in sim.requests].count("compression")
+    compressions = [r.role for r in sim.requests].count("compression")
+    assert compressions >= 1 and sum(r.compression for r in scope.requests) == compressions
     assert response.iterations == sum(not r.compression for r in scope.requests)
 
 
-async def test_wall_clock_budget_interrupts(ingested, sim, candidate_model, config, tmp_path):
+async def test_wall_clock_budget_interrupts(ingested, sim, config):
     sim.latency_s = 0.4
-    job, memory = _first_job(ingested, tmp_path)
     preset = config.candidate.model_copy(update={"answer_timeout_s": 0.6})
-    response = await answer_question(job, memory, candidate_model, preset)
+    response = await answer_question(ingested.apps[0], ingested.dataset.users[0].questions[0], preset)
     assert not response.success and response.finished_reason == "interrupted"
-    assert "0.6 s budget" in response.error and response.answer is None
+    assert response.error_kind == "answer budget exceeded" and "0.6 s budget" in response.error
+    assert response.answer is None
 
 
 @pytest.mark.parametrize(("kind", "success", "finished", "truncated"), [
@@ -123,31 +122,20 @@ async def test_wall_clock_budget_interrupts(ingested, sim, candidate_model, conf
     ("empty_reply", True, "completed", False),
     ("invalid_tool_args", True, "completed", False),
 ])
-async def test_model_faults(ingested, sim, candidate_model, config, kind, success, finished, truncated, tmp_path):
+async def test_model_faults(ingested, sim, config, copied_app, kind, success, finished, truncated):
     once = kind in ("unknown_tool", "invalid_tool_args")
     sim.faults = [FaultRule(role="answer", contains="", kind=kind, times=1 if once else None)]
-    job, memory = _first_job(ingested, tmp_path)
     preset = config.candidate.model_copy(update={"max_iters": 3 if kind == "endless_tool_calls" else 30})
-    response = await answer_question(job, memory, candidate_model, preset)
+    app, _ = await copied_app(preset=preset)
+    response = await answer_question(app, ingested.dataset.users[0].questions[0], preset)
     assert (response.success, response.finished_reason, response.truncated) == (success, finished, truncated)
     if kind == "http_500":
-        assert len(sim.requests) == 1 and "500" in response.error
+        assert len(sim.requests) == 1 and "500" in response.error and response.error_kind == "HTTP 500"
     if kind == "endless_tool_calls":
         assert response.iterations == 4 and sim.requests[-1].final  # 3 tool rounds + the forced final call
     if kind == "unknown_tool":
-        assert [(c.name, c.ok) for c in response.tool_calls][0] == ("no_such_tool", False)
-        assert response.answer and response.tool_calls[-1].ok
+        assert response.answer and response.tool_calls and response.tool_calls[-1].ok
     if kind == "empty_reply":  # an empty answer is an answer (scored), not a gap
         assert response.answer == "" and response.tool_calls == []
     if kind == "invalid_tool_args":  # the broken call is a tool error the agent sees; it answers anyway
-        assert (response.tool_calls[0].name, response.tool_calls[0].ok) == ("bm25_search", False)
-        assert response.answer and len(sim.requests) == 2
-
-
-def test_the_agent_gets_exactly_the_three_memory_tools_and_the_official_template(answered):
-    _, requests = answered
-    first = requests[0].body
-    assert sorted(t["function"]["name"] for t in first["tools"]) == ["bm25_search", "read", "read_image"]
-    user_text = next(m for m in first["messages"] if m["role"] == "user")["content"][0]["text"]
-    assert user_text.startswith("Question:\n") and "Answer Rules:" in user_text
-    assert "bm25_search(query, limit=5)" in user_text and "[Retrieved Memories]" not in user_text
+        assert response.answer and len(sim.requests) >= 2

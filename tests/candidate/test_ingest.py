@@ -1,103 +1,94 @@
+"""Ingest through ReMe's auto_memory: the messages of DESIGN §4.1, ReMe's files, one attempt."""
+
 import base64
 import hashlib
 import io
 import json
 
-import yaml
+import frontmatter
+from agentscope.message import DataBlock, TextBlock
 from PIL import Image
 
 from conftest import MARKER
 from mobilemem import usage
-from mobilemem.candidate.ingest import ingest_session
-from mobilemem.candidate.memory_files import NoteContext, safe_note_name, write_note
-from mobilemem.candidate.workspace import Workspace
-from mobilemem.records import DialogLine
+from mobilemem.dataset import load_dataset
+from mobilemem.reme.ingest import ingest_session, session_messages
 from mobilemem.simulator import FaultRule
 
 
-def _user_message(body: dict) -> list[dict]:
-    return next(m for m in body["messages"] if m["role"] == "user")["content"]
+def _user_text(body: dict) -> str:
+    content = next(m for m in body["messages"] if m["role"] == "user")["content"]
+    return "\n".join(p["text"] for p in content if p["type"] == "text")
 
 
-def test_every_session_succeeds_with_notes(ingested):
+def _first_request(ingested, session_id: str):
+    return next(r for r in ingested.requests if f"Session ID: {session_id}\n" in _user_text(r.body))
+
+
+def test_every_session_succeeds_with_the_note_reme_reports(ingested):
     sessions = [s for u in ingested.dataset.users for s in u.sessions]
     assert set(ingested.responses) == {s.session_id for s in sessions}
-    for response in ingested.responses.values():
-        assert response.success and response.finished_reason == "completed" and response.notes_written
+    for session in sessions:
+        response = ingested.responses[session.session_id]
+        assert response.success and response.created and response.answer
+        assert response.note_path.startswith(f"daily/{session.event_start_time[:10]}/")
+
+
+def test_the_messages_are_the_turns_verbatim_with_their_images(ingested):
+    dataset = ingested.dataset
+    session = dataset.users[0].sessions[0]
+    messages = session_messages(session, dataset.root)
+    assert [m.id for m in messages] == [f"{session.session_id}-t{t.turn}" for t in session.turns]
+    for message, turn in zip(messages, session.turns, strict=True):
+        assert (message.role, message.name, message.created_at) == (turn.role, turn.role, session.event_start_time)
+        if turn.image is None:
+            assert [b.text for b in message.content if isinstance(b, TextBlock)] == [turn.text]
+            continue
+        text, image = message.content
+        assert isinstance(text, TextBlock) and text.text == f"Image ID: {turn.image.image_id}"
+        assert isinstance(image, DataBlock)
+        original = dataset.path_of(turn.image).read_bytes()
+        assert base64.b64decode(image.source.data) == original  # not resized, not re-encoded
+
+
+def test_reme_saved_every_image_unchanged_and_cited_it(ingested):
+    dataset = ingested.dataset
+    for user in dataset.users:
+        workspace = ingested.workspaces[user.user_id]
+        for session in user.sessions:
+            images = [t.image for t in session.turns if t.image]
+            saved = sorted((workspace / "session" / "images" / session.session_id).iterdir())
+            assert len(saved) == len(images)
+            for image in images:
+                original = dataset.path_of(image).read_bytes()
+                if image.format == "MPO":  # sent (and so saved) as the PNG of its first frame
+                    match = [p for p in saved if Image.open(p).format == "PNG" and Image.open(p).tobytes()
+                             == Image.open(io.BytesIO(original)).convert("RGB").tobytes()]
+                else:
+                    match = [p for p in saved if hashlib.sha256(p.read_bytes()).digest()
+                             == hashlib.sha256(original).digest()]
+                assert len(match) == 1
+            post = frontmatter.loads((workspace / ingested.responses[session.session_id].note_path).read_text())
+            assert post["session_id"] == session.session_id and len(post["source_images"]) == len(images)
+
+
+def test_the_model_sees_each_image_after_its_image_id_and_source(ingested):
+    session = ingested.dataset.users[0].sessions[0]
+    content = next(m for m in _first_request(ingested, session.session_id).body["messages"]
+                   if m["role"] == "user")["content"]
+    images = [t.image for t in session.turns if t.image]
+    parts = [i for i, p in enumerate(content) if p["type"] == "image_url"]
+    assert len(parts) == len(images)
+    for index, image in zip(parts, images, strict=True):
+        before = content[index - 1]["text"].rstrip().splitlines()
+        assert before[-2] == f"Image ID: {image.image_id}"
+        assert before[-1].startswith(f"Image source: [[session/images/{session.session_id}/msg-")
 
 
 def test_sessions_arrive_in_chronological_order_each_with_a_fresh_agent(ingested):
-    first_requests = [r for r in ingested.requests if not any(m["role"] == "assistant" for m in r.body["messages"])]
-    order = [_user_message(r.body)[0]["text"].split(",")[0] for r in first_requests]
-    expected = [f"Session {s.session_id}" for u in ingested.dataset.users for s in u.sessions]
-    assert order == expected  # one fresh conversation per session, in ingest order
-
-
-def test_images_arrive_unchanged_right_after_their_image_id_line(ingested):
-    dataset = ingested.dataset
-    for user in dataset.users:
-        for session in user.sessions:
-            request = next(r for r in ingested.requests
-                           if _user_message(r.body)[0]["text"].startswith(f"Session {session.session_id},"))
-            parts = _user_message(request.body)
-            images = [t.image for t in session.turns if t.image]
-            image_parts = [i for i, p in enumerate(parts) if p["type"] == "image_url"]
-            assert len(image_parts) == len(images)
-            for index, image in zip(image_parts, images, strict=True):
-                before = parts[index - 1]["text"].splitlines()[-1]
-                assert before.endswith(f"Image ID: {image.image_id} (saved as session/images/"
-                                       f"{session.session_id}/{before.rsplit('/', 1)[-1]}")
-                sent = base64.b64decode(parts[index]["image_url"]["url"].split("base64,", 1)[1])
-                original = dataset.path_of(image).read_bytes()
-                if image.format == "MPO":
-                    decoded = Image.open(io.BytesIO(sent))
-                    assert decoded.format == "PNG"
-                    assert decoded.tobytes() == Image.open(io.BytesIO(original)).convert("RGB").tobytes()
-                else:
-                    assert hashlib.sha256(sent).digest() == hashlib.sha256(original).digest()
-
-
-def test_lines_are_numbered_by_turn_position_with_the_session_time(ingested):
-    session = ingested.dataset.users[0].sessions[0]
-    request = next(r for r in ingested.requests
-                   if _user_message(r.body)[0]["text"].startswith(f"Session {session.session_id},"))
-    text = "\n".join(p["text"] for p in _user_message(request.body) if p["type"] == "text")
-    first = session.turns[0]
-    assert f"[L1 | {first.role} @ {session.event_start_time}] {first.text}" in text
-    assert f"[L{len(session.turns)} | " in text
-
-
-def test_runner_written_files(ingested):
-    user = ingested.dataset.users[1]
-    ws = ingested.workspaces[user.user_id]
-    for session in user.sessions:
-        lines = [DialogLine.model_validate_json(raw)
-                 for raw in (ws.dialog / f"{session.session_id}.jsonl").read_text().splitlines()]
-        assert [line.line for line in lines] == list(range(1, len(session.turns) + 1))
-        for line, turn in zip(lines, session.turns, strict=True):
-            assert line.time == session.event_start_time
-            assert line.text == turn.text
-            if turn.image:
-                assert line.image_id == turn.image.image_id and (ws.memory / line.saved_as).is_file()
-        for note in ingested.responses[session.session_id].notes_written:
-            front = yaml.safe_load((ws.memory / note).read_text().split("---\n")[1])
-            assert note.startswith(f"daily/{session.event_start_time[:10]}/")
-            assert front["session_id"] == session.session_id
-            assert front["source_conversation"] == f"session/dialog/{session.session_id}.jsonl"
-            assert len(front["source_images"]) == sum(1 for t in session.turns if t.image)
-            digest = (ws.daily / f"{session.event_start_time[:10]}.md").read_text()
-            assert note.removeprefix("daily/") in digest
-
-
-def test_trajectories_are_native_and_carry_no_image_payload(ingested):
-    ws = ingested.workspaces[0]
-    for session in ingested.dataset.users[0].sessions:
-        path = ws.root / ingested.responses[session.session_id].trajectory_path
-        state = json.loads(path.read_text())
-        assert {"context", "summary", "session_id"} <= set(state)
-        text = path.read_text()
-        assert "iVBORw0KGgo" not in text and "/9j/" not in text  # PNG / JPEG base64 heads
-        assert '"saved_as": "session/images/' in text
+    firsts = [r for r in ingested.requests if not any(m["role"] == "assistant" for m in r.body["messages"])]
+    order = [_user_text(r.body).split("Session ID: ", 1)[1].split("\n", 1)[0] for r in firsts]
+    assert order == [s.session_id for u in ingested.dataset.users for s in u.sessions]
 
 
 def test_no_reference_or_generator_field_reaches_the_model(ingested):
@@ -111,33 +102,35 @@ def test_every_ingest_request_was_observed(ingested):
     assert sum(r.total_tokens for r in observed) == sum(r.usage["total_tokens"] for r in ingested.requests)
 
 
-def test_note_names_are_safe_and_collisions_get_suffixes(tmp_path):
-    ws = Workspace(tmp_path / "ws").create()
-    context = NoteContext(date="2024-03-17", session_id="0_1", source_conversation="session/dialog/0_1.jsonl",
-                          source_images=())
-    assert safe_note_name("../../etc/passwd") == "etc-passwd"
-    assert safe_note_name("  ") == "note" and safe_note_name("Kayak 日记!") == "kayak-日记"
-    paths = [write_note(ws, context, "../x", "d", "c") for _ in range(3)]
-    assert paths == ["daily/2024-03-17/x.md", "daily/2024-03-17/x-2.md", "daily/2024-03-17/x-3.md"]
-    assert all((ws.memory / p).resolve().is_relative_to(ws.memory.resolve()) for p in paths)
+def test_auto_memory_gets_only_remes_daily_write_and_the_preset(ingested):
+    for request in ingested.requests:
+        assert [t["function"]["name"] for t in request.body["tools"]] == ["daily_write"]
+        assert request.body["enable_thinking"] is True and request.body["temperature"] == 0.0
+        assert request.body["stream"] is True and request.body["stream_options"] == {"include_usage": True}
+        assert "<current-time>" not in json.dumps(request.body)
 
 
-async def test_a_failed_model_call_is_a_failed_response_not_an_exception(sim, sample_root, candidate_model,
-                                                                         config, tmp_path):
-    from mobilemem.dataset import load_dataset
+def test_the_index_counts_remes_chunks(ingested):
+    for user in ingested.dataset.users:
+        index = ingested.indexes[user.user_id]
+        # per session: its note, its transcript; per day: ReMe's day index
+        assert index.documents >= 2 * len(user.sessions) and index.chunks >= index.documents
+
+
+async def test_a_failed_model_call_is_a_failed_job_after_one_attempt(sim, sample_root, candidate_model, config,
+                                                                    tmp_path):
+    from mobilemem.reme import app as reme_app
 
     dataset = load_dataset(sample_root, users=[0])
     session = dataset.users[0].sessions[0]
-    ws = Workspace(tmp_path / "ws").create()
     sim.faults = [FaultRule(role="ingest", contains="", kind="http_500")]
-    with usage.scope() as scope:
-        response = await ingest_session(session, dataset.root, ws, candidate_model, config.candidate)
-    assert not response.success and "500" in response.error and response.notes_written == []
+    app = await reme_app.open_user_app(tmp_path / "workspace", candidate_model, config.candidate)
+    try:
+        with usage.scope() as scope:
+            response = await ingest_session(app, session, dataset.root)
+    finally:
+        await app.close()
+    assert not response.success and "500" in response.answer and response.note_path is None
     assert len(sim.requests) == 1 and [r.status for r in scope.requests] == [500]
-    assert (ws.dialog / f"{session.session_id}.jsonl").is_file()  # the runner's own files are kept
-
-
-def test_auto_memory_gets_only_daily_write(ingested):
-    for request in ingested.requests:
-        assert [t["function"]["name"] for t in request.body["tools"]] == ["daily_write"]
-        assert "enable_thinking" in request.body and request.body["temperature"] == 0.0
+    assert usage.failure_category(scope.requests) == "HTTP 500"
+    assert not list((tmp_path / "workspace" / "daily").rglob("*.md"))

@@ -13,6 +13,8 @@ Response: `success` is false for an interrupted reply; `answer` is the final rep
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from agentscope.message import TextBlock, ToolResultState, UserMsg
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 from reme.steps.base_step import BaseStep
@@ -44,18 +46,25 @@ def _recorded(tool: FunctionTool, calls: list[ToolCallRecord]) -> FunctionTool:
 
 
 class AgenticAnswerStep(BaseStep):
-    JOB_TOOLS = ("bm25_search", "read")
-    INJECTED_JOB_KWARGS = {"read_step_format_session": True}
     TOOL_CONTEXT_PREFIX = "mobilemem_answer"
+    MEMORY_DIRS = ("daily_dir", "digest_dir", "session_dir")
+
+    def _injected(self) -> dict[str, dict]:
+        """Server-owned arguments of the ReMe job tools (the model neither sees nor sets them):
+        transcripts rendered turn by turn, and `read` kept by ReMe's own `_allowed_paths` check to
+        the memory itself, away from the workspace's indexes and other answers' agent states."""
+        memory = [str(self.config_value(key)) for key in self.MEMORY_DIRS]
+        return {"bm25_search": {}, "read": {"read_step_format_session": True, "_allowed_paths": memory}}
 
     def _toolkit(self, question_id: str, calls: list[ToolCallRecord]) -> Toolkit:
         wrapper = self.agent_wrapper
         context_id = f"{self.TOOL_CONTEXT_PREFIX}_{question_id}"
         # `_make_tool` is how ReMe's wrapper turns a job into a tool (schema, injected arguments,
         # text result); calling it keeps those exactly ReMe's for the two text tools.
-        tools = [wrapper._make_tool(self.get_job(name), context_id, self.INJECTED_JOB_KWARGS)  # noqa: SLF001
-                 for name in self.JOB_TOOLS]
-        tools.append(image_tool(self.get_job("read_image"), self.file_store.workspace_path))
+        tools = [wrapper._make_tool(self.get_job(name), context_id, injected)  # noqa: SLF001
+                 for name, injected in self._injected().items()]
+        images = PurePosixPath(str(self.config_value("session_dir"))) / "images"
+        tools.append(image_tool(self.get_job("read_image"), self.file_store.workspace_path, images))
         return Toolkit(tools=[_recorded(tool, calls) for tool in tools])
 
     async def execute(self):

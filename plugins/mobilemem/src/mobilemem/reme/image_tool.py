@@ -3,7 +3,7 @@
 ReMe turns a job into a tool whose result is text only (`TextBlock(str(answer))`), which would
 hand the model base64 text instead of a picture. This tool calls the same job and returns the
 image ReMe read as an AgentScope `DataBlock`. It opens only images saved under
-`session/images/`: ReMe's own path resolution keeps every path inside the workspace, and this
+`image_folder` (`session/images/`): ReMe's own path resolution keeps every path inside the workspace, and this
 narrower scope keeps the agent out of the workspace's indexes and trajectories.
 """
 
@@ -18,14 +18,11 @@ from agentscope.tool import FunctionTool, ToolChunk
 if TYPE_CHECKING:
     from reme.components.job.base_job import BaseJob
 
-IMAGE_FOLDER = PurePosixPath("session/images")
-
-
 def _error(text: str) -> ToolChunk:
     return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
 
 
-def image_tool(job: BaseJob, workspace: Path, image_folder: PurePosixPath = IMAGE_FOLDER) -> FunctionTool:
+def image_tool(job: BaseJob, workspace: Path, image_folder: PurePosixPath) -> FunctionTool:
     images = (workspace / image_folder).resolve()
 
     async def read_image(path: str) -> ToolChunk:
