@@ -41,7 +41,7 @@ def test_mobilemem_never_imports_the_judge():
 
 
 def test_judge_never_imports_the_candidate():
-    assert _offenders("mobilemem_judge", ("mobilemem.candidate",)) == []
+    assert _offenders("mobilemem_judge", ("mobilemem.reme", "reme")) == []
 
 
 def _loaded_after(statement: str) -> set[str]:
@@ -51,10 +51,22 @@ def _loaded_after(statement: str) -> set[str]:
 
 def test_importing_mobilemem_is_light():
     loaded = _loaded_after("import mobilemem")
-    assert not {m for m in loaded if m.split(".")[0] in {"agentscope", "prefect", "openai", "bm25s"}}
+    assert not {m for m in loaded if m.split(".")[0] in {"agentscope", "prefect", "openai", "reme"}}
 
 
 def test_importing_the_judge_leaves_the_candidate_out():
     loaded = _loaded_after("import mobilemem_judge, mobilemem_judge.judge, mobilemem_judge.settings")
     assert "mobilemem_judge.judge" in loaded
-    assert not {m for m in loaded if m.startswith("mobilemem.candidate")}
+    assert not {m for m in loaded if m.startswith("mobilemem.reme") or m.split(".")[0] == "reme"}
+
+
+def test_the_plugin_copies_no_reme_step():
+    """No memory-writing prompt and no keyword index of the project's own: both are ReMe's."""
+    sources = [p for p in PLUGINS["mobilemem"].rglob("*") if p.is_file() and p.suffix in {".py", ".txt", ".yaml", ".md"}
+               and "simulator" not in p.parts]
+    offenders = [str(p.relative_to(ROOT)) for p in sources
+                 if any(word in p.read_text(encoding="utf-8").lower() for word in ("import bm25s", "rank_bm25",
+                                                                                    "auto_memory_system",
+                                                                                    "record key information"))]
+    assert offenders == []
+    assert "mobilemem.reme" in {n for names in _imports(PLUGINS["mobilemem"]).values() for n in names}

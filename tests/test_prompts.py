@@ -1,20 +1,32 @@
 import hashlib
 
+from reme.components.prompt_handler import PromptHandler
+
 from mobilemem import qa_template
-from mobilemem.prompts import PROMPT_NAMES, prompt, prompt_hashes
+from mobilemem.prompts import FROZEN_TEXTS, frozen_hashes, frozen_text
+from mobilemem.reme.answer_step import AgenticAnswerStep
+
 
 def test_official_template_is_shipped_verbatim(shared_reference):
-    assert prompt("qa_text_memory") == (shared_reference / "mobilemem_qa_text_memory.txt").read_text(encoding="utf-8")
+    official = (shared_reference / "mobilemem_qa_text_memory.txt").read_text(encoding="utf-8")
+    assert frozen_text("prompts/qa_text_memory.txt") == official
 
 
 def test_render_fills_both_placeholders_once():
-    text = qa_template.render("Which colour? [Question] [Retrieved Memories]")
+    text = qa_template.render("Which colour? [Question] [Retrieved Memories]", "MEMORY TOOLS")
     assert text.startswith("Question:\nWhich colour? [Question] [Retrieved Memories]\n")
-    assert prompt("answer_tools").strip() in text
+    assert "\nMEMORY TOOLS\nAnswer Rules:" in text
     assert text.count("[Retrieved Memories]") == 1  # only the one inside the question text
 
 
-def test_hashes_cover_every_frozen_prompt():
-    hashes = prompt_hashes()
-    assert set(hashes) == set(PROMPT_NAMES)
-    assert hashes["answer_system"] == hashlib.sha256(prompt("answer_system").encode()).hexdigest()
+def test_the_answer_step_reads_its_prompts_from_the_frozen_yaml():
+    prompts = PromptHandler(language="").load_prompt_by_class(AgenticAnswerStep)
+    assert prompts.get_prompt("memory_tools") in frozen_text("reme/answer_step.yaml").replace("\n  ", "\n")
+    assert "read_image(path)" in prompts.get_prompt("memory_tools")
+
+
+def test_hashes_cover_every_frozen_text():
+    hashes = frozen_hashes()
+    assert set(hashes) == set(FROZEN_TEXTS) == {"prompts/qa_text_memory.txt", "reme/plugin.yaml",
+                                                "reme/answer_step.yaml"}
+    assert hashes["reme/plugin.yaml"] == hashlib.sha256(frozen_text("reme/plugin.yaml").encode()).hexdigest()

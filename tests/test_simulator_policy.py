@@ -27,10 +27,11 @@ def tool(name: str, props: dict[str, str], required: list[str] | None = None) ->
     return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": schema}}
 
 
-DAILY_WRITE = tool("daily_write", {"name": "string", "description": "string", "content": "string"})
+DAILY_WRITE = tool("daily_write", {"name": "string", "description": "string", "session_id": "string",
+                                   "content": "string", "date": "string"}, ["name", "description", "session_id", "content"])
 ANSWER_TOOLS = [tool("bm25_search", {"query": "string", "limit": "integer"}, ["query"]),
                 tool("read", {"path": "string", "start_line": "integer", "end_line": "integer"}, ["path"]),
-                tool("read_image", {"image_id": "string"})]
+                tool("read_image", {"path": "string"})]
 
 
 def user(*parts: str | dict, name: str = "user") -> dict:
@@ -64,9 +65,12 @@ def args_of(completion: policy.Completion, index: int = 0) -> dict:
     return json.loads(completion.tool_calls[index]["arguments"])
 
 
-HITS = ("1. memory/daily/2025-03-01/kayaking.md:1-6 (score 4.2)\nThe first photo was red.\n"
-        "Image ID: image/uid0/camera photos/0_event_0.png\nImage ID: image/uid0/camera photos/0_event_1.JPG\n"
-        "2. memory/session/dialog/0_1.jsonl:4-4 (score 1.1)\nImage ID: image/uid0/camera photos/0_event_9.png\n")
+HITS = ("session/dialog/0_1.jsonl:4-4 [score=1.3]\nImage ID: image/uid0/camera photos/0_event_9.png\n\n"
+        "daily/2025-03-01/kayaking.md:1-6 [score=1.1]\nThe first photo was red.\n"
+        "- Image ID: image/uid0/camera photos/0_event_0.png (source: [[session/images/0_1/msg-a-image-1.png]])\n"
+        "- Image ID: image/uid0/camera photos/0_event_1.JPG (source: [[session/images/0_1/msg-b-image-1.jpg]])\n"
+        "- Image ID: image/uid0/camera photos/0_event_9.png (source: [[session/images/0_1/msg-c-image-1.png]])\n"
+        "daily/2025-03-02/other.md:1-2 [score=0.5]\n- (source: [[session/images/0_2/msg-d-image-1.png]])\n")
 
 
 def answer_conversation(question: str, *after: dict) -> dict:
@@ -99,45 +103,49 @@ def test_argument_names_are_read_from_the_tool_schemas():
     assert args_of(step1) == {"q": "Which digit was shown"}
     conversation = body([user(QA.format(question="Which digit?")), call("c1", "bm25_search", q="digit"),
                          result("c1", "bm25_search", HITS)], renamed)
-    assert args_of(policy.reply("answer", conversation)) == {"ref": "image/uid0/camera photos/0_event_0.png"}
+    assert args_of(policy.reply("answer", conversation)) == {"ref": "session/images/0_1/msg-a-image-1.png"}
     writer = tool("daily_write", {"title": "string", "summary": "string", "body": "string"})
-    note = args_of(policy.reply("ingest", body([user("[L1 | user @ 2025-03-01 09:00:00] Kayaking today")], [writer])))
+    note = args_of(policy.reply("ingest", body([user("[user @ 2025-03-01 09:00:00]\nKayaking today")], [writer])))
     assert set(note) == {"title", "summary", "body"} and "Kayaking" in note["body"]
 
 
 # -- ingest -------------------------------------------------------------------------------------
 
-SESSION = [
-    "Write notes about this session.",
-    "[L1 | user @ 2025-03-01 09:00:00] Today I went kayaking at Lisbon harbour.\nIt was calm.",
-    "[L2 | assistant @ 2025-03-01 09:00:00] That sounds wonderful!",
-    "[L3 | user @ 2025-03-01 09:00:00] Image ID: image/uid0/camera photos/0_event_0.png "
-    "(saved as memory/session/images/0_1/0_event_0.png)",
+SESSION = [  # the shape of ReMe's auto_memory user message (`user_message_create` + image sources)
+    "Today: 2025-03-01\nExtra hint: (none)\nSession ID: 0_1\n\n# Recent Conversation\n\n"
+    "[user @ 2025-03-01 09:00:00]\nToday I went kayaking at Lisbon harbour.\nIt was calm.\n\n"
+    "[assistant @ 2025-03-01 09:00:00]\nThat sounds wonderful!\n\n"
+    "[user @ 2025-03-01 09:00:00]\nImage ID: image/uid0/camera photos/0_event_0.png\n"
+    "Image source: [[session/images/0_1/msg-305f31-image-1.png]]\n",
     image_part("red", 3),
-    "[L4 | user @ 2025-03-01 09:00:00] Image ID: image/uid0/event (2)/照片 1.png "
-    "(saved as memory/session/images/0_1/x.png)",
+    "\n\n[user @ 2025-03-01 09:00:00]\nImage ID: image/uid0/event (2)/照片 1.png\n"
+    "Image source: [[session/images/0_1/msg-305f32-image-1.png]]\n",
     image_part("blue", 4),
-    "[L5 | user @ 2025-03-01 09:00:00] 今天我去里斯本港划皮划艇了。",
+    "\n\n[user @ 2025-03-01 09:00:00]\n今天我去里斯本港划皮划艇了。\n\n# Your Task\n\nRecord the key information "
+    "from the conversation above.\n`daily_write name=<name> description=<description> session_id=0_1 "
+    "date=2025-03-01 content=<body>`",
 ]
 
 
-def test_ingest_writes_one_note_with_key_words_and_every_image_id():
+def test_ingest_writes_one_note_with_key_words_and_every_image_id_and_source():
     completion = policy.reply("ingest", body([{"role": "system", "content": "Note keeper."}, user(*SESSION)],
                                              [DAILY_WRITE]))
     assert [c["name"] for c in completion.tool_calls] == ["daily_write"]
     note = args_of(completion)
+    assert (note["session_id"], note["date"]) == ("0_1", "2025-03-01")  # copied from ReMe's prompt
     lines = note["content"].splitlines()
-    assert lines[1:] == ["Image ID: image/uid0/camera photos/0_event_0.png",
-                         "Image ID: image/uid0/event (2)/照片 1.png"]
+    assert lines[1:] == [
+        "- Image ID: image/uid0/camera photos/0_event_0.png (source: [[session/images/0_1/msg-305f31-image-1.png]])",
+        "- Image ID: image/uid0/event (2)/照片 1.png (source: [[session/images/0_1/msg-305f32-image-1.png]])"]
     words = lines[0].removeprefix("Key words: ").split(", ")
     assert words[:6] == ["Today", "went", "kayaking", "Lisbon", "harbour", "calm"]
-    assert "今天我去里斯本港划皮划艇了" in words and "Write" not in words and "notes" not in words
+    assert "今天我去里斯本港划皮划艇了" in words and "Record" not in words and "Session" not in words
     assert note["name"] == "today-went-kayaking" and "\n" not in note["description"]
 
 
 def test_ingest_caps_key_words_at_sixty():
     text = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}x" for i in range(100))
-    note = args_of(policy.reply("ingest", body([user(f"[L1 | user @ t] {text}")], [DAILY_WRITE])))
+    note = args_of(policy.reply("ingest", body([user(f"[user @ t]\n{text}")], [DAILY_WRITE])))
     assert len(note["content"].removeprefix("Key words: ").split(", ")) == 60
 
 
@@ -159,19 +167,18 @@ def test_answer_step1_searches_with_the_question_words_only():
     assert completion.finish_reason == "tool_calls"
 
 
-@pytest.mark.parametrize(("question", "expected"), [
-    ("What colour was the photo I showed you?", "image/uid0/camera photos/0_event_0.png"),
-    ("What colour was the second photo I showed you?", "image/uid0/camera photos/0_event_1.JPG"),
-    ("What colour was the Tenth photo I showed you?", "image/uid0/camera photos/0_event_9.png"),
-    ("我去里斯本港划皮划艇时给你看的第二张照片，背景是什么颜色？",
-     "image/uid0/camera photos/0_event_1.JPG"),
+@pytest.mark.parametrize(("question", "expected"), [  # the first hit citing a saved image, by its ordinal
+    ("What colour was the photo I showed you?", "session/images/0_1/msg-a-image-1.png"),
+    ("What colour was the second photo I showed you?", "session/images/0_1/msg-b-image-1.jpg"),
+    ("What colour was the Tenth photo I showed you?", "session/images/0_1/msg-c-image-1.png"),
+    ("我去里斯本港划皮划艇时给你看的第二张照片，背景是什么颜色？", "session/images/0_1/msg-b-image-1.jpg"),
 ])
 def test_answer_step2_reads_the_image_the_ordinal_points_at(question, expected):
     conversation = answer_conversation(question, call("c1", "bm25_search", query="x"),
                                        result("c1", "bm25_search", HITS))
     completion = policy.reply("answer", conversation)
     assert [c["name"] for c in completion.tool_calls] == ["read_image"]
-    assert args_of(completion) == {"image_id": expected}
+    assert args_of(completion) == {"path": expected}
 
 
 def test_answer_step2_uses_the_latest_search_and_admits_when_nothing_is_found():
@@ -184,7 +191,7 @@ def test_answer_step2_uses_the_latest_search_and_admits_when_nothing_is_found():
 def _after_image(question: str, *images: dict) -> dict:
     return answer_conversation(
         question, call("c1", "bm25_search", query="x"), result("c1", "bm25_search", HITS),
-        call("c2", "read_image", image_id="image/uid0/camera photos/0_event_0.png"),
+        call("c2", "read_image", path="session/images/0_1/msg-a-image-1.png"),
         result("c2", "read_image", "<system-reminder>An image file is returned.</system-reminder>"),
         user("<system-reminder>The multimodal data:", "- abc (image file): ", *images, "</system-reminder>",
              name="system-reminder"))
@@ -205,7 +212,7 @@ def test_answer_comes_from_the_pixels_not_from_the_notes():
 def test_answer_without_an_image_cannot_tell():
     text_only = answer_conversation(
         "What colour was the first photo?", call("c1", "bm25_search", query="x"), result("c1", "bm25_search", HITS),
-        call("c2", "read_image", image_id="image/uid0/camera photos/0_event_0.png"),
+        call("c2", "read_image", path="session/images/0_1/msg-a-image-1.png"),
         result("c2", "read_image", "Error: no image with Image ID 'image/uid0/camera photos/0_event_0.png'"))
     assert policy.reply("answer", text_only).content == policy.CANNOT_TELL
     unreadable = _after_image("What colour?", {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})

@@ -183,8 +183,8 @@ def ingest_call(body: dict) -> Completion:
     description = f"Session notes: {', '.join(words[:6]) or 'no key words'}"
     content = "\n".join([f"Key words: {', '.join(words)}",
                          *(f"- Image ID: {image_id} (source: [[{source}]])" for image_id, source in images)])
-    wanted = [("name", slug), ("description", description), ("session_id", fields.get("Session ID", "")),
-              ("content", content), ("date", fields.get("Today", ""))]
+    wanted = [("name", slug), ("description", description), ("content", content),
+              ("session_id", fields.get("Session ID", "")), ("date", fields.get("Today", ""))]
     return complete(body, tool_calls=[tool_call(body, "daily_write", wanted)])
 
 
