@@ -10,7 +10,7 @@ server, each its own process. One ``name value unit target status`` line per fig
 - peak RSS of the runner (``os.wait4`` rusage of that child) and of the Prefect server (VmHWM);
 - ingest throughput over the ingest wall time (first ``started_at`` .. last ``finished_at`` of
   ``users/<uid>/sessions/*.json``): sessions/s, and MB/s of the image bytes the model received
-  (``workspace/memory/session/images``);
+  (``workspace/session/images``, ReMe's saved attachments);
 - index build time (``index-response.json`` ``build_seconds``);
 - ``bm25_search`` p50/p95 over 1,000 queries of words drawn (fixed seed, with their frequency)
   from the indexed notes and transcripts, on the run's own index loaded here, after 10 warm-ups;
@@ -25,6 +25,7 @@ when a run or a service failed (the figures measured so far are still printed).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -277,28 +278,43 @@ class RunnerResult:
 
 
 def search_latencies(workspace: Path, count: int = SEARCH_QUERIES, seed: int = SEARCH_SEED) -> list[float]:
-    """Seconds per ``MemoryTools(memory).bm25_search(q)`` on a run's own index, after a warm-up."""
-    from mobilemem.candidate.index import tokenize
-    from mobilemem.candidate.tools import MemoryTools, UserMemory
-    from mobilemem.candidate.workspace import Workspace
+    """Seconds per call of ReMe's `bm25_search` job on a run's own workspace, after a warm-up."""
+    return asyncio.run(_search_latencies(workspace, count, seed))
 
-    memory = UserMemory.load(Workspace(workspace))
-    tools = MemoryTools(memory)
-    queries = make_queries([w for c in memory.index.chunks for w in tokenize(c.text)], SEARCH_WARMUP + count, seed)
-    for query in queries[:SEARCH_WARMUP]:
-        tools.bm25_search(query)
-    timings = []
-    for query in queries[SEARCH_WARMUP:]:
-        started = time.perf_counter()
-        tools.bm25_search(query)
-        timings.append(time.perf_counter() - started)
-    return timings
+
+async def _search_latencies(workspace: Path, count: int, seed: int) -> list[float]:
+    import re  # noqa: PLC0415
+
+    from mobilemem.config import load_config  # noqa: PLC0415
+    from mobilemem.models import Endpoint, build_chat_model, close_chat_model  # noqa: PLC0415
+    from mobilemem.reme.app import open_user_app  # noqa: PLC0415
+
+    config = load_config()
+    model = build_chat_model(Endpoint.simulated("candidate", config, "http://127.0.0.1:9/v1"), config.candidate)
+    app = await open_user_app(workspace, model, config.candidate)  # search makes no model request
+    try:
+        words = [w for note in sorted((workspace / "daily").rglob("*.md"))
+                 for w in re.findall(r"\w{3,}", note.read_text(encoding="utf-8"))]
+        queries = make_queries(words, SEARCH_WARMUP + count, seed)
+        for query in queries[:SEARCH_WARMUP]:
+            await app.run_job("bm25_search", query=query)
+        timings = []
+        for query in queries[SEARCH_WARMUP:]:
+            started = time.perf_counter()
+            response = await app.run_job("bm25_search", query=query)
+            timings.append(time.perf_counter() - started)
+            if not response.success:
+                raise RuntimeError(f"bm25_search failed: {response.answer}")
+        return timings
+    finally:
+        await app.close()
+        await close_chat_model(model)
 
 
 def full_figures(result: RunnerResult) -> list[Figure]:
     ((_, user),) = result.users()
     start, end, sessions = ingest_interval(user)
-    images = tree_bytes(user.workspace / "memory" / "session" / "images") / MB
+    images = tree_bytes(user.workspace / "session" / "images") / MB
     index = json.loads(user.index_response.read_text(encoding="utf-8"))
     summary = json.loads(result.run.summary.read_text(encoding="utf-8"))
     return [Figure("runner_peak_rss", result.maxrss / MB, "MB", TARGETS["runner_peak_rss"]),
