@@ -40,7 +40,8 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
     write_record(user.run.user(user.user_id).session(session.session_id), SessionFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
         success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
-        answer=response.answer if response else None, usage=scope.usage(), requests=scope.requests,
+        answer=response.answer if response else None,
+        trajectory_path=response.trajectory_path if response else None, usage=scope.usage(), requests=scope.requests,
         error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None))
     await user.progress.bump(ingested=1 if error is None else 0)
     # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a

@@ -4,6 +4,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 
 import frontmatter
 from agentscope.message import DataBlock, TextBlock
@@ -32,6 +33,17 @@ def test_every_session_succeeds_with_the_note_reme_reports(ingested):
         response = ingested.responses[session.session_id]
         assert response.success and response.created and response.answer
         assert response.note_path.startswith(f"daily/{session.event_start_time[:10]}/")
+        state = ingested.workspaces[session.user_id] / response.trajectory_path
+        prompt = json.dumps(f"Session ID: {session.session_id}\n")[1:-1]  # as it stands in the JSON line
+        assert response.trajectory_path.startswith("mem_session/agentscope/") and prompt in state.read_text()
+
+
+def test_remes_transcript_carries_the_dataset_times_only(ingested):
+    session = ingested.dataset.users[1].sessions[0]
+    lines = (ingested.workspaces[1] / "session" / "dialog" / f"{session.session_id}.jsonl").read_text().splitlines()
+    stamps = {m.group(1) for line in lines for m in re.finditer(r'"(?:created|finished)_at":"([^"]+)"', line)}
+    assert stamps == {session.event_start_time}  # no wall-clock time, so two runs write the same file
+    assert [json.loads(line)["id"] for line in lines] == [f"{session.session_id}-t{t.turn}" for t in session.turns]
 
 
 def test_the_messages_are_the_turns_verbatim_with_their_images(ingested):

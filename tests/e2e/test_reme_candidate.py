@@ -1,7 +1,11 @@
 """The candidate of the fault-free sample run is ReMe's: its prompts, its tool schemas, its workspace,
-an image block for `read_image`, no wall-clock time, no embedding request."""
+an image block for `read_image`, no wall-clock time, no embedding request, no log on the console and
+no file outside the run directory."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import frontmatter
@@ -10,6 +14,7 @@ from reme.components.prompt_handler import PromptHandler
 from reme.plugin import resolve_plugin_runtime
 from reme.steps.evolve.auto_memory import AutoMemoryStep
 
+from conftest import ROOT
 from mobilemem.config import load_config
 from mobilemem.records import AnswerResponseFile, SessionFile
 from mobilemem.reme import app as reme_app
@@ -97,3 +102,19 @@ def test_the_workspace_is_remes_layout(baseline_run):
     assert json.loads(dialog[0])["id"] == "0_1-t1" and "Image ID: image/uid0/" in "".join(dialog)
     assert (workspace / "metadata" / "keyword_index").is_dir()
     assert list((workspace / "mem_session" / "agentscope").glob("*.jsonl"))
+
+
+def test_reme_logs_into_run_log_and_writes_nothing_outside_the_run_directory(sample_root, tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    env = {**os.environ, "HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run([sys.executable, str(ROOT / "flows" / "mobilemem.py"), "--dataset", str(sample_root),
+                           "--output", "out", "--simulate", "--users", "2", "--limit-questions", "1"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "run directory: out/mobilemem/qwen3.8-max" and len(done.stdout.splitlines()) == 2
+    assert "reme." not in done.stdout + done.stderr and "| INFO |" not in done.stdout + done.stderr
+    assert [p.name for p in cwd.iterdir()] == ["out"] and list(home.rglob("*")) == []
+    assert "mobilemem.reme.log: reme.steps.evolve.auto_memory" in (cwd / "out/mobilemem/qwen3.8-max/run.log").read_text()

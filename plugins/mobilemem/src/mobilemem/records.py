@@ -184,6 +184,8 @@ class SessionFile(Timed):
     notes_written: list[str] = Field(default_factory=list, description="the note ReMe reports (workspace-relative)")
     answer: str | None = Field(default=None, description="ReMe's auto_memory answer: the agent's last text, or "
                                                            "its error message when the job failed")
+    trajectory_path: str | None = Field(default=None, description="the memory agent's native state "
+                                                                   "(workspace-relative)")
     finished_reason: FinishedReason | None = None
     usage: Usage
     requests: list[ObservedRequest]

@@ -32,30 +32,40 @@ class IngestResponse(BaseModel):
     answer: str
     error_kind: str | None = None  # "interrupted" when the memory agent's reply was cut short
     note_path: str | None = None
+    trajectory_path: str | None = None  # the memory agent's native state that ReMe dumped
     created: bool | None = None
     modified: bool | None = None
 
 
-def _content(turn: CandidateTurn, dataset_root: Path) -> list[TextBlock | DataBlock]:
+def _content(turn: CandidateTurn, dataset_root: Path, msg_id: str, time: str) -> list[TextBlock | DataBlock]:
+    stamp = {"created_at": time, "finished_at": time}  # the dataset's time, not the wall clock
     if turn.image is None:
-        return [TextBlock(text=turn.text or "")]
+        return [TextBlock(id=f"{msg_id}-text", text=turn.text or "", **stamp)]
     name = PurePosixPath(turn.image.image_id.replace("\\", "/")).name
     image = image_for_model(dataset_root / turn.image.path, name)
-    return [TextBlock(text=f"Image ID: {turn.image.image_id}"),
-            DataBlock(source=Base64Source(data=base64.b64encode(image.data).decode("ascii"),
-                                          media_type=image.media_type), name=image.filename)]
+    return [TextBlock(id=f"{msg_id}-text", text=f"Image ID: {turn.image.image_id}", **stamp),
+            DataBlock(id=f"{msg_id}-image", source=Base64Source(data=base64.b64encode(image.data).decode("ascii"),
+                                                                media_type=image.media_type),
+                      name=image.filename, **stamp)]
 
 
 def session_messages(session: CandidateSession, dataset_root: Path) -> list[Msg]:
-    return [Msg(id=f"{session.session_id}-t{turn.turn}", name=turn.role, role=turn.role,
-                content=_content(turn, dataset_root), created_at=session.event_start_time)
-            for turn in session.turns]
+    """The session's turns as AgentScope messages; every id and time is derived from the dataset,
+    so two runs hand ReMe the same messages (and ReMe names the saved images the same)."""
+    messages = []
+    for turn in session.turns:
+        msg_id = f"{session.session_id}-t{turn.turn}"
+        messages.append(Msg(id=msg_id, name=turn.role, role=turn.role, created_at=session.event_start_time,
+                            content=_content(turn, dataset_root, msg_id, session.event_start_time)))
+    return messages
 
 
 async def ingest_session(app: Application, session: CandidateSession, dataset_root: Path) -> IngestResponse:
     """One `auto_memory` call for the session. A failed job gives `success=False` with ReMe's
     message as `answer` (a reason, never memory), and so does an interrupted reply."""
     messages = await asyncio.to_thread(session_messages, session, dataset_root)
+    states = _trajectories(app)
+    before = set(states.glob("*.jsonl"))
     try:
         response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
                                      date=session.event_start_time[:10], include_images=True)
@@ -65,6 +75,13 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
                               error_kind="interrupted")
     metadata = response.metadata
     log.debug("session %s: success=%s note=%s", session.session_id, response.success, metadata.get("path"))
+    dumped = sorted(p.relative_to(states.parents[1]).as_posix() for p in set(states.glob("*.jsonl")) - before)
     return IngestResponse(success=response.success, answer=str(response.answer or ""),
                           note_path=metadata.get("path"), created=metadata.get("created"),
-                          modified=metadata.get("modified"))
+                          modified=metadata.get("modified"), trajectory_path=dumped[0] if len(dumped) == 1 else None)
+
+
+def _trajectories(app: Application) -> Path:
+    """Where ReMe's agent wrapper dumps agent states. ReMe's auto_memory does not report which file
+    it wrote; a user's sessions are ingested one at a time, so the one new file is this session's."""
+    return app.context.components["agent_wrapper"]["bench"].session_path
