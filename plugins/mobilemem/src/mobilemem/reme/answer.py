@@ -17,9 +17,6 @@ from mobilemem.dataset import CandidateQuestion
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponse, ToolCallRecord
 
-TRAJECTORIES = "mem_session/agentscope"
-
-
 def _interrupted(requests, kind: str, reason: str) -> AnswerResponse:
     return AnswerResponse(success=False, answer=None, finished_reason="interrupted",
                           iterations=len(usage.model_turns(requests)), error_kind=kind, error=reason)
@@ -38,12 +35,11 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
             return _interrupted(own.requests, "interrupted", "the answer agent's reply was interrupted")
     metadata = response.metadata
     turns = usage.model_turns(own.requests)
-    session = metadata.get("session_id")
     finished = metadata.get("finished_reason")
     common = {"finished_reason": finished if finished in ("completed", "exceed_max_iters", "interrupted") else None,
               "iterations": len(turns), "truncated": bool(turns) and turns[-1].finish_reason == "length",
               "tool_calls": [ToolCallRecord.model_validate(c) for c in metadata.get("tool_calls") or []],
-              "trajectory_path": f"{TRAJECTORIES}/{session}.jsonl" if session else None}
+              "trajectory_path": metadata.get("trajectory_path")}
     if not response.success:
         kind = "interrupted" if finished == "interrupted" else usage.failure_category(own.requests) or "failed"
         return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)

@@ -8,7 +8,8 @@ jobs, as ReMe's wrapper turns them into tools; session transcripts rendered) and
 dumps its native state under `mem_session/agentscope/`.
 
 Response: `success` is false for an interrupted reply; `answer` is the final reply's text;
-`metadata` holds `finished_reason`, `session_id` (the dumped agent state) and `tool_calls`.
+`metadata` holds `finished_reason`, `tool_calls` and `trajectory_path` (the dumped agent state,
+workspace-relative).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class AgenticAnswerStep(BaseStep):
         finished = str((result.get("last_message") or {}).get("finished_reason") or "") or None
         response.success = finished in ANSWERED
         response.answer = (result.get("result") or "") if response.success else f"the reply ended {finished}"
-        response.metadata.update({"finished_reason": finished, "session_id": result.get("session_id"),
-                                  "tool_calls": [c.model_dump() for c in calls]})
+        state = self.agent_wrapper.session_path / f"{result.get('session_id')}.jsonl"
+        response.metadata.update({
+            "finished_reason": finished, "tool_calls": [c.model_dump() for c in calls],
+            "trajectory_path": state.relative_to(self.file_store.workspace_path).as_posix() if state.is_file() else None})
         return response
