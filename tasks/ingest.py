@@ -27,7 +27,8 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
     started, response, error, kind = datetime.now(UTC), None, None, None
     with usage.scope() as scope:
         try:
-            response = await ingest.ingest_session(user.app, session, user.dataset_root)
+            response = await ingest.ingest_session(user.app, session, user.dataset_root,
+                                                   user.config.candidate.session_timeout_s)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="ingest", **ids)

@@ -28,8 +28,9 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
     started, judgment, error = datetime.now(UTC), None, None
     with usage.scope() as scope:
         try:
-            judgment = await mobilemem_judge.judge_answer(question, prediction, user.judge_model,
-                                                          user.config.judge.rubric)
+            judgment = await mobilemem_judge.judge_answer(
+                question, prediction, user.judge_model, user.config.judge.rubric,
+                timeout_s=user.config.judge.timeout_s, max_reply_bytes=user.config.judge.max_reply_bytes)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="judge", **ids)

@@ -35,11 +35,18 @@ def test_judge_falls_back_to_llm_and_can_override_everything():
 
 
 def test_credentials_are_registered_with_the_sanitizer_and_hidden_in_repr():
-    env = {"LLM_API_KEY": "plain-key-without-shape-42", "LLM_BASE_URL": "https://bob:hunter2secret@h.invalid/v1"}
+    env = {"LLM_API_KEY": "plain-key-without-shape-42", "LLM_BASE_URL": "https://h.invalid/v1"}
     endpoint = Endpoint.from_env("candidate", CONFIG, env)
     assert "plain-key-without-shape-42" not in repr(endpoint)
-    text = sanitize("key plain-key-without-shape-42 and password hunter2secret in a message")
-    assert "plain-key-without-shape-42" not in text and "hunter2secret" not in text
+    assert "plain-key-without-shape-42" not in sanitize("key plain-key-without-shape-42 in a message")
+
+
+@pytest.mark.parametrize("role", ["candidate", "judge"])
+def test_a_base_url_with_credentials_is_refused_without_echoing_them(role):
+    env = {"LLM_API_KEY": "k-1234567890", "LLM_BASE_URL": "https://bob:hunter2secret@h.invalid/v1"}
+    with pytest.raises(ConfigError) as refused:
+        Endpoint.from_env(role, CONFIG, env)
+    assert "user:password@" in str(refused.value) and "hunter2secret" not in str(refused.value)
 
 
 async def _body(sim, role: str, text: str, preset) -> dict:

@@ -1,10 +1,13 @@
 import asyncio
+import base64
 import json
 
 import httpx
 import openai
 import pytest
 from agentscope.tool import ToolChoice
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mobilemem import usage
 from mobilemem.config import load_config
@@ -183,3 +186,32 @@ async def test_nested_scopes_file_requests_in_every_enclosing_scope(sim):
         await close_chat_model(model)
     assert len(inner.requests) == 1 and len(outer.requests) == 2
     assert inner.requests[0] is outer.requests[1]
+
+
+SECRET = "sk-split-me-0123456789"
+
+
+@given(st.text(max_size=40), st.text(max_size=40), st.lists(st.integers(min_value=1, max_value=9), max_size=12))
+def test_a_credential_never_survives_the_scrubber_however_the_bytes_are_chunked(before, after, cuts):
+    data = f"{before}{SECRET}{after}{base64.b64encode(SECRET.encode()).decode()}".encode()
+    scrubber, out, start = usage.Scrubber(usage.secret_forms([SECRET])), b"", 0
+    for cut in cuts:
+        out += scrubber.feed(data[start:start + cut])
+        start += cut
+    out += scrubber.feed(data[start:]) + scrubber.flush()
+    assert SECRET.encode() not in out and base64.b64encode(SECRET.encode()) not in out
+    assert out.count(b"[redacted]") >= 2
+
+
+def test_a_credential_split_across_stream_deltas_is_removed_and_the_rest_released_with_the_finish():
+    pieces = ["Your key: sk-split", "-me-01234", "56789, done."]
+    events = [{"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 3}})
+    raw = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    rewriter = usage.StreamRewriter(True, usage.secret_forms([SECRET]))
+    out = b"".join(rewriter.feed(raw[i:i + 7]) for i in range(0, len(raw), 7)) + rewriter.flush()
+    lines = [json.loads(line[5:]) for line in out.split(b"\n") if line.startswith(b"data: {")]
+    text = "".join(c["delta"].get("content", "") for e in lines for c in e["choices"])
+    assert text == "Your key: [redacted], done." and lines[-1]["usage"] is None  # partial usage hidden
+    assert out.endswith(b"data: [DONE]\n\n")

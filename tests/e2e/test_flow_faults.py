@@ -31,14 +31,11 @@ from generate_sample import generate  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-URL_SECRET = "urlpass-PLANTED-4242"
-
-
 @pytest.fixture(scope="module")
 def faulty_run(sample_root, simulator, tmp_path_factory):
     """Every stage fails once: user 1's session 1_2 (HTTP 500), user 2's index build (an exception),
     one answer of user 0 (HTTP 401 quoting the API key back) and one judgment of user 0 (no label).
-    The base URL carries credentials too, and cleaning up fails."""
+    Cleaning up fails too."""
     dataset = load_dataset(sample_root)
     answer_q, judge_q = dataset.users[0].questions[1], dataset.users[0].questions[2]
     simulator.reset()
@@ -55,8 +52,7 @@ def faulty_run(sample_root, simulator, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MOBILEMEM_INJECT_CLEANUP_ERROR", "1")
         mp.setattr(reme_app, "build_index", failing_build)
-        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"),
-                            base_url=simulator.base_url.replace("http://", f"http://bob:{URL_SECRET}@"))
+        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
     requests = simulator.requests
     simulator.reset()
     return code, run, requests, answer_q, judge_q
@@ -138,7 +134,7 @@ def test_summary_counts_and_denominators(faulty_run):
 async def test_no_planted_secret_anywhere_in_the_run_directory_log_or_artifacts(faulty_run):
     _, run, requests, _, _ = faulty_run
     assert any(r.status == 401 for r in requests)  # the key really was quoted back in an error
-    secrets = (API_KEY.encode(), URL_SECRET.encode())
+    secrets = (API_KEY.encode(),)
     assert [p for p in run.root.rglob("*") if p.is_file() and any(s in p.read_bytes() for s in secrets)] == []
     async with get_client() as client:
         artifacts = await client.read_artifacts()
@@ -214,3 +210,14 @@ def test_a_failed_subflow_turns_its_questions_into_counted_gaps(sample_root, sim
     s = summary(run)
     assert s.expected == 3 and s.scored == 0
     assert sum(sum(reasons.values()) for reasons in s.gaps.values()) == 3
+
+
+def test_a_base_url_with_credentials_is_refused_in_one_line(sample_root, tmp_path, monkeypatch, capsys):
+    from flows.mobilemem import main
+
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_BASE_URL", "http://bob:urlpass-PLANTED-4242@127.0.0.1:9/v1")
+    assert main(["--dataset", str(sample_root), "--output", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "user:password@" in err and "urlpass-PLANTED" not in err
+    assert not (tmp_path / "mobilemem").exists()

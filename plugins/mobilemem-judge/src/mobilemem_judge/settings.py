@@ -22,4 +22,4 @@ def judge_settings(preset: JudgePreset, endpoint: Endpoint) -> JudgeSettingsFile
         model=endpoint.model, model_from_env=endpoint.model_from_env, temperature=preset.temperature,
         extra_body=dict(preset.extra_body), max_tokens=preset.max_tokens, stream=preset.stream,
         rubric=preset.rubric, rubric_sha256=digest, protocol=PROTOCOL,
-        parser_version=PARSER_VERSION)
+        parser_version=PARSER_VERSION, timeout_s=preset.timeout_s, max_reply_bytes=preset.max_reply_bytes)

@@ -44,8 +44,9 @@ class CandidatePreset(RequestPreset):
     reserve_ratio: float = Field(gt=0, lt=0.9)
     max_iters: int = Field(gt=0)
     answer_timeout_s: float = Field(gt=0)
+    session_timeout_s: float = Field(gt=0)  # wall-clock budget of one session's ingest
+    max_answer_bytes: int = Field(gt=0)  # a longer answer is recorded (and judged) cut to this size
     inject_runtime_state: bool  # ReMe's agent wrapper would send the wall-clock time (DESIGN §4.4)
-
 
     @model_validator(mode="after")
     def _reserve_below_trigger(self) -> CandidatePreset:
@@ -57,6 +58,8 @@ class CandidatePreset(RequestPreset):
 class JudgePreset(RequestPreset):
     model: str = Field(min_length=1)
     rubric: str = Field(min_length=1)
+    timeout_s: float = Field(gt=0)  # wall-clock budget of one judgment
+    max_reply_bytes: int = Field(gt=0)  # a longer judge reply is a judge gap
 
 
 class Config(_Section):

@@ -12,12 +12,11 @@ client whose `RecordingTransport` observes every exchange for the usage policy.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 from collections.abc import Mapping
 from typing import Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -62,8 +61,8 @@ class Endpoint(BaseModel):
             raise ConfigError(f"no {' or '.join(missing)} for the {role} model: set {names}, "
                               "or pass --simulate to use the local simulator")
         assert key is not None and url is not None
-        _register_url_credentials(url)
         register_secret(key)
+        _refuse_url_credentials(url, role)
         return cls(role=role, model=model, base_url=url, api_key=SecretStr(key), model_from_env=from_env)
 
     @classmethod
@@ -72,22 +71,19 @@ class Endpoint(BaseModel):
         return cls(role=role, model=model, base_url=base_url, api_key=SecretStr(SIMULATED_KEY))
 
 
-def _register_url_credentials(url: str) -> None:
-    """user:password in a base URL is a credential too, also in the Basic header httpx derives from it."""
+def _refuse_url_credentials(url: str, role: Role) -> None:
+    """user:password@ in a base URL would become an Authorization header that replaces the API key."""
     parts = urlsplit(url)
-    for value in (parts.username, parts.password):
-        if value:
-            register_secret(value)
-            register_secret(unquote(value))
-    if parts.username is not None:
-        userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        register_secret(base64.b64encode(userinfo.encode()).decode())
+    if parts.username is not None or parts.password is not None:
+        names = "LLM_BASE_URL" if role == "candidate" else "JUDGE_BASE_URL (or LLM_BASE_URL)"
+        raise ConfigError(f"{names} carries credentials (user:password@): remove them from the URL and "
+                          "put the key in the API key variable")
 
 
 def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatModel:
     """An AgentScope chat model for `endpoint` with the preset's request values and no retries."""
-    http_client = httpx.AsyncClient(transport=RecordingTransport(httpx.AsyncHTTPTransport(retries=0)),
-                                    timeout=preset.request_timeout_s)
+    transport = RecordingTransport(httpx.AsyncHTTPTransport(retries=0), secrets=[endpoint.api_key.get_secret_value()])
+    http_client = httpx.AsyncClient(transport=transport, timeout=preset.request_timeout_s)
     context_size = preset.context_size if isinstance(preset, CandidatePreset) else 128_000
     return OpenAIChatModel(
         credential=OpenAICredential(api_key=endpoint.api_key.get_secret_value(), base_url=endpoint.base_url),

@@ -172,6 +172,8 @@ class JudgeSettingsFile(RecordBase):
     rubric_sha256: str
     protocol: str
     parser_version: int
+    timeout_s: float | None = Field(default=None, description="wall-clock budget of one judgment")
+    max_reply_bytes: int | None = Field(default=None, description="a longer reply is a judge gap")
 
 
 # --- per user ------------------------------------------------------------------------------------
@@ -234,6 +236,7 @@ class AnswerResponse(BaseModel):
     answer: str | None
     finished_reason: FinishedReason | None
     truncated: bool = False
+    answer_bytes: int | None = Field(default=None, description="the answer's size before it was cut to the cap")
     iterations: int = 0
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     trajectory_path: str | None = None

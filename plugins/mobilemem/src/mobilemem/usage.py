@@ -6,12 +6,23 @@ miss the final usage chunk) and files one `ObservedRequest` into the `UsageScope
 when the request started. Scopes live in a ContextVar, so concurrent scopes in one event loop never
 see each other's requests. Requests made outside any scope are not recorded.
 
+A request is successful only if its response is 2xx and its body is a complete, valid chat
+completion: for a stream, a chunk with a finish reason or `[DONE]` was read; otherwise a JSON
+object whose `choices` carry a message. An invalid or incomplete body also raises
+`IncompleteCompletion` to the client, so the step that asked for it fails instead of reading an
+empty reply. Usage reported partially is not a failure: the missing counters stay unknown.
+
+The transport also removes the credentials in use (verbatim, base64 and URL-encoded) from every
+response body before any library reads it, so a provider or model that echoes the key cannot get
+it into a note, an index, a trajectory or a record.
+
 Nothing recorded holds headers, credentials or payloads: status, timing, finish reason, counters
 and a sanitized error.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -19,6 +30,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -101,6 +113,49 @@ def summarize(requests: Iterable[ObservedRequest]) -> Usage:
                  tokens=_counter([_tokens(r) for r in good], observed), **counters)
 
 
+REDACTED = b"[redacted]"
+
+
+def secret_forms(secrets: Iterable[str]) -> tuple[bytes, ...]:
+    """Each credential as it could come back: verbatim, base64 and URL-encoded; longest first."""
+    forms = set()
+    for secret in secrets:
+        if secret:
+            raw = secret.encode("utf-8")
+            forms |= {raw, base64.b64encode(raw), quote(secret, safe="").encode("ascii")}
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+class Scrubber:
+    """Removes `forms` from a byte stream fed in chunks, also where one spans two chunks: the
+    last `len(longest) - 1` bytes wait for the next chunk (or `flush`)."""
+
+    def __init__(self, forms: tuple[bytes, ...]) -> None:
+        self.forms = self._forms = forms
+        self._keep = max((len(f) for f in forms), default=1) - 1
+        self._pending = b""
+
+    def _clean(self, data: bytes) -> bytes:
+        for form in self._forms:
+            data = data.replace(form, REDACTED)
+        return data
+
+    def feed(self, chunk: bytes) -> bytes:
+        if not self._forms:
+            return chunk
+        data = self._clean(self._pending + chunk)
+        cut = max(0, len(data) - self._keep)
+        self._pending = data[cut:]
+        return data[:cut]
+
+    def flush(self) -> bytes:
+        data, self._pending = self._clean(self._pending), b""
+        return data
+
+    def unread(self, data: bytes) -> None:
+        self._pending = data + self._pending
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -114,6 +169,7 @@ class _BodyParser:
         self.finish_reason: str | None = None
         self.done = False
         self.malformed = False
+        self.completion = False  # a non-streamed body was a chat completion (choices with a message)
         self._buffer = bytearray()
 
     def feed(self, chunk: bytes) -> None:
@@ -147,7 +203,11 @@ class _BodyParser:
             return
         if isinstance(data.get("usage"), dict):
             self.usage = data["usage"]
-        for choice in data.get("choices") or []:
+        choices = data.get("choices")
+        if not self.streamed:
+            self.completion = isinstance(choices, list) and bool(choices) and all(
+                isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
+        for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, dict) and choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
@@ -157,6 +217,16 @@ class _BodyParser:
         elif self._buffer:
             self._object(bytes(self._buffer))
         self._buffer = bytearray()
+
+    def problem(self) -> tuple[str, str] | None:
+        """(reason, category) when a completely read body is not a complete, valid chat completion."""
+        if self.malformed:
+            return "the response body is not valid JSON", "malformed response"
+        if self.streamed and not (self.done or self.finish_reason):
+            return "the stream ended without a finish reason or [DONE]", "broken stream"
+        if not self.streamed and not self.completion:
+            return "the response body is not a chat completion", "malformed response"
+        return None
 
     def counters(self) -> dict[str, int | None]:
         usage = self.usage or {}
@@ -172,61 +242,190 @@ class _BodyParser:
         }
 
 
-class _ObservedStream(httpx.AsyncByteStream):
-    """Passes the body through unchanged, parsing it on the way; records once, on close."""
+def _partial(usage: Any) -> bool:
+    return isinstance(usage, dict) and not all(_int(usage.get(k)) is not None
+                                               for k in ("prompt_tokens", "completion_tokens"))
 
-    def __init__(self, inner: httpx.AsyncByteStream, record: _PendingRecord) -> None:
+
+class StreamRewriter:
+    """What the libraries read of a chat completion, fixed at the seam where the bytes enter:
+
+    - a partially reported `usage` (e.g. prompt tokens only) is hidden, since the libraries would
+      reject it and fail the step; the observed record keeps what was reported;
+    - in a stream, the credentials are removed from the text deltas (content, reasoning, tool-call
+      arguments), where a key the model echoes arrives split across events: each field's text is
+      scrubbed as one stream, and what is held back is released with the choice's finish reason.
+    A non-streamed body is looked at once, at its end (it is read whole anyway)."""
+
+    _TEXT = ("content", "reasoning_content", "reasoning")
+
+    def __init__(self, streamed: bool, forms: tuple[bytes, ...]) -> None:
+        self._streamed = streamed
+        self._forms = forms
+        self._fields: dict[tuple, Scrubber] = {}
+        self._buffer = b""
+
+    def _scrub(self, key: tuple, text: str, final: bool) -> str:
+        scrubber = self._fields.setdefault(key, Scrubber(self._forms))
+        out = scrubber.feed(text.encode("utf-8"))
+        if final:
+            out += scrubber.flush()
+        return out.decode("utf-8", "ignore") if final else _whole_chars(out, scrubber)
+
+    def _choice(self, choice: dict) -> None:
+        delta, index, final = choice.get("delta"), choice.get("index", 0), bool(choice.get("finish_reason"))
+        if not isinstance(delta, dict):
+            return
+        for name in self._TEXT:
+            if isinstance(delta.get(name), str) or (final and (index, name) in self._fields):
+                delta[name] = self._scrub((index, name), delta.get(name) or "", final)
+        calls = delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else []
+        seen = set()
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                seen.add(call.get("index"))
+                function["arguments"] = self._scrub((index, "call", call.get("index")), function["arguments"], final)
+        held = [key[2] for key in self._fields if final and key[:2] == (index, "call") and key[2] not in seen]
+        for call_index in held:  # arguments held back at the end of a call: released with the finish
+            rest = self._scrub((index, "call", call_index), "", final=True)
+            if rest:
+                delta["tool_calls"] = [*calls, {"index": call_index, "function": {"arguments": rest}}]
+                calls = delta["tool_calls"]
+
+    def _event(self, data: dict) -> dict:
+        if _partial(data.get("usage")):
+            data["usage"] = None
+        if self._streamed and self._forms:
+            for choice in data.get("choices") if isinstance(data.get("choices"), list) else []:
+                if isinstance(choice, dict):
+                    self._choice(choice)
+        return data
+
+    def _line(self, line: bytes) -> bytes:
+        head, _, payload = line.partition(b"data:")
+        if head.strip() or not payload.strip() or payload.strip() == b"[DONE]":
+            return line
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            return line
+        if not isinstance(data, dict):
+            return line
+        return b"data: " + json.dumps(self._event(data), ensure_ascii=False).encode() + (
+            b"\n" if line.endswith(b"\n") else b"")
+
+    def feed(self, chunk: bytes) -> bytes:
+        self._buffer += chunk
+        if not self._streamed:
+            return b""
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return b"".join(self._line(line + b"\n") for line in lines)
+
+    def flush(self) -> bytes:
+        data, self._buffer = self._buffer, b""
+        if self._streamed:
+            return self._line(data) if data else b""
+        try:
+            body = json.loads(data)
+        except ValueError:
+            return data
+        return json.dumps(self._event(body), ensure_ascii=False).encode() if isinstance(body, dict) else data
+
+
+def _whole_chars(data: bytes, scrubber: Scrubber) -> str:
+    """`data` as text; an incomplete UTF-8 sequence at its end goes back to wait for its rest."""
+    for cut in range(len(data), max(len(data) - 4, -1), -1):
+        try:
+            text = data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        scrubber.unread(data[cut:])
+        return text
+    return data.decode("utf-8", "ignore")
+
+
+class IncompleteCompletion(httpx.RemoteProtocolError):
+    """A 2xx response to a chat request whose body is not a complete, valid chat completion."""
+
+
+class _ObservedStream(httpx.AsyncByteStream):
+    """Passes the body through with the credentials in use scrubbed, parsing it on the way; a chat
+    completion that ends incomplete or invalid raises, so the step that asked for it fails; records
+    once, on close."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, record: _PendingRecord, scrubber: Scrubber) -> None:
         self._inner = inner
         self._record = record
+        self._scrubber = scrubber
+        self._guard = StreamRewriter(record.parser.streamed, scrubber.forms)
+
+    def _pass(self, chunk: bytes) -> bytes:
+        self._record.parser.feed(chunk)  # the record sees the body as the provider sent it (scrubbed)
+        return self._guard.feed(chunk)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._inner:
-                self._record.parser.feed(chunk)
-                yield chunk
+                if out := self._pass(self._scrubber.feed(chunk)):
+                    yield out
         except Exception as exc:
             self._record.error = exc
             raise
+        if out := self._pass(self._scrubber.flush()) + self._guard.flush():
+            yield out
         self._record.eof = True
+        if self._record.validate and self._record.ok_status:
+            self._record.parser.finish()
+            if problem := self._record.parser.problem():
+                self._record.error = IncompleteCompletion(problem[0])
+                raise self._record.error
 
     async def aclose(self) -> None:
         try:
             await self._inner.aclose()
         finally:
+            self._record.parser.feed(self._scrubber.flush())  # what arrived but was not read yet
             self._record.close()
 
 
 class _PendingRecord:
     def __init__(self, target: UsageScope | None, status: int, streamed: bool, compression: bool,
-                 started_at: datetime) -> None:
+                 started_at: datetime, validate: bool) -> None:
         self.target = target
         self.status = status
+        self.ok_status = 200 <= status < 300
         self.compression = compression
         self.started_at = started_at
+        self.validate = validate
         self.parser = _BodyParser(streamed)
         self.error: BaseException | None = None
         self.eof = False
         self._closed = False
+
+    def _outcome(self) -> tuple[str | None, str | None]:
+        """(error, failure category) of the exchange; (None, None) for a successful one."""
+        if isinstance(self.error, IncompleteCompletion):
+            return describe(self.error), (self.parser.problem() or ("", "malformed response"))[1]
+        if self.error is not None:
+            return describe(self.error), _exception_category(self.error)
+        if not self.ok_status:
+            return f"HTTP {self.status}", f"HTTP {self.status}"
+        if self.parser.malformed:
+            return "the response body is not valid JSON", "malformed response"
+        if not (self.eof or self.parser.done):
+            return "the response body was not read completely", "broken stream"
+        if self.validate and (problem := self.parser.problem()):
+            return problem
+        return None, None
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self.parser.finish()
-        complete = self.error is None and (self.eof or self.parser.done)
-        ok_status = 200 <= self.status < 300
-        success = ok_status and complete and not self.parser.malformed
-        failure = None
-        if self.error is not None:
-            error, failure = describe(self.error), _exception_category(self.error)
-        elif not ok_status:
-            error = failure = f"HTTP {self.status}"
-        elif not complete:
-            error, failure = "the response body was not read completely", "broken stream"
-        elif self.parser.malformed:
-            error, failure = "the response body is not valid JSON", "malformed response"
-        else:
-            error = None
+        error, failure = self._outcome()
+        success = error is None
         counters = self.parser.counters() if success else {}
         _file(self.target, ObservedRequest(
             started_at=self.started_at, finished_at=datetime.now(UTC), status=self.status, success=success,
@@ -242,10 +441,12 @@ def _file(target: UsageScope | None, record: ObservedRequest) -> None:
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that observes every exchange for the current `UsageScope`."""
+    """An httpx transport that observes every exchange for the current `UsageScope`, and removes
+    `secrets` (the credentials in use) from every response body before any library reads it."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, inner: httpx.AsyncBaseTransport | None = None, secrets: Iterable[str] = ()) -> None:
         self._inner = inner or httpx.AsyncHTTPTransport(retries=0)
+        self._secrets = secret_forms(secrets)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         target = _current.get()
@@ -259,9 +460,10 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                                           error=describe(exc), failure=_exception_category(exc)))
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
-        pending = _PendingRecord(target, response.status_code, streamed, compression, started_at)
+        validate = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
+        pending = _PendingRecord(target, response.status_code, streamed, compression, started_at, validate)
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = _ObservedStream(response.stream, pending)
+        response.stream = _ObservedStream(response.stream, pending, Scrubber(self._secrets))
         return response
 
     async def aclose(self) -> None:

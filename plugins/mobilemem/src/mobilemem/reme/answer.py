@@ -1,7 +1,8 @@
 """Answer one question with the plugin's `agentic_answer` job (DESIGN §4.3).
 
 The wall-clock budget `answer_timeout_s` bounds the whole job; exceeding it is an interrupted
-answer. Iterations and a `length` finish are read from this answer's own observed requests (the
+answer. An answer longer than `max_answer_bytes` is kept (and judged) cut to that size, marked
+`truncated`, with its original size in `answer_bytes`. Iterations and a `length` finish are read from this answer's own observed requests (the
 caller's usage scope still accounts for all of them).
 """
 
@@ -25,8 +26,10 @@ def _interrupted(requests, kind: str, reason: str) -> AnswerResponse:
 async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:
     with usage.scope() as own:
         try:
-            async with asyncio.timeout(preset.answer_timeout_s):
+            async with asyncio.timeout(preset.answer_timeout_s) as budget:
                 response = await app.run_job("agentic_answer", query=job.question, question_id=job.question_id)
+            if budget.expired():  # a library swallowed the budget's cancellation
+                raise TimeoutError
         except TimeoutError:
             return _interrupted(own.requests, "answer budget exceeded",
                                 f"the answer exceeded its {preset.answer_timeout_s:g} s budget")
@@ -43,4 +46,13 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
     if not response.success:
         kind = "interrupted" if finished == "interrupted" else usage.failure_category(own.requests) or "failed"
         return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)
-    return AnswerResponse(success=True, answer=str(response.answer), **common)
+    text, size = _capped(str(response.answer), preset.max_answer_bytes)
+    if size is not None:
+        common["truncated"] = True
+    return AnswerResponse(success=True, answer=text, answer_bytes=size, **common)
+
+
+def _capped(text: str, cap: int) -> tuple[str, int | None]:
+    """`text` cut to at most `cap` UTF-8 bytes (on a character boundary), and its size if it was cut."""
+    data = text.encode("utf-8")
+    return (text, None) if len(data) <= cap else (data[:cap].decode("utf-8", "ignore"), len(data))

@@ -60,15 +60,23 @@ def session_messages(session: CandidateSession, dataset_root: Path) -> list[Msg]
     return messages
 
 
-async def ingest_session(app: Application, session: CandidateSession, dataset_root: Path) -> IngestResponse:
+async def ingest_session(app: Application, session: CandidateSession, dataset_root: Path,
+                         timeout_s: float | None = None) -> IngestResponse:
     """One `auto_memory` call for the session. A failed job gives `success=False` with ReMe's
-    message as `answer` (a reason, never memory), and so does an interrupted reply."""
+    message as `answer` (a reason, never memory), and so does an interrupted reply or one that
+    exceeds the wall-clock budget `timeout_s`."""
     messages = await asyncio.to_thread(session_messages, session, dataset_root)
     states = _trajectories(app)
     before = set(states.glob("*.jsonl"))
     try:
-        response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
-                                     date=session.event_start_time[:10], include_images=True)
+        async with asyncio.timeout(timeout_s) as budget:
+            response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
+                                         date=session.event_start_time[:10], include_images=True)
+        if budget.expired():  # a library swallowed the budget's cancellation
+            raise TimeoutError
+    except TimeoutError:
+        return IngestResponse(success=False, answer=f"the session exceeded its {timeout_s:g} s budget",
+                              error_kind="timeout")
     except asyncio.CancelledError:
         raise_if_cancelled()  # the run is being interrupted: not a failure of this session
         return IngestResponse(success=False, answer="the memory agent's reply was interrupted",

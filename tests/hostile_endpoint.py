@@ -1,0 +1,164 @@
+"""A test-only hostile OpenAI-compatible endpoint: a real HTTP server on 127.0.0.1.
+
+It answers like the simulator (its pure `policy`) but misbehaves on the requests a `Hostility`
+selects (role + a substring of the request body), in ways a provider or a model really can:
+
+- `html_200` / `text_200` / `not_a_completion`: 200 with an HTML page, plain text, or JSON that
+  is not a chat completion;
+- `no_terminal`: a stream that ends cleanly at the HTTP level with no finish reason and no `[DONE]`;
+- `partial_usage`: a normal reply whose usage reports prompt tokens only;
+- `echo_key`: the reply text carries the request's API key (verbatim, base64, URL-encoded);
+- `trickle`: a body (streamed or not) that sends a few bytes every `interval_s` for ever (never a
+  read timeout);
+- `huge_answer`: a final text of `size` characters.
+Every request is logged (role, hostility applied, status).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+from mobilemem.simulator import policy
+from mobilemem.simulator.usage_rules import completion_payload, stream_events
+
+KINDS = ("html_200", "text_200", "not_a_completion", "no_terminal", "partial_usage", "echo_key", "trickle",
+         "huge_answer")
+
+
+@dataclass(frozen=True)
+class Hostility:
+    role: str  # "ingest", "answer", "judge", "compression" or "*"
+    kind: str
+    contains: str = ""
+    interval_s: float = 0.5
+    size: int = 200_000
+
+    def hits(self, role: str, raw: str) -> bool:
+        return self.role in ("*", role) and self.contains in raw
+
+
+@dataclass
+class Hostile:
+    server: ThreadingHTTPServer
+    rules: list[Hostility] = field(default_factory=list)
+    log: list[tuple[str, str | None, int]] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+
+def _echo(key: str) -> str:
+    return f"My key is {key}, base64 {base64.b64encode(key.encode()).decode()}, url {quote(key, safe='')}."
+
+
+def _completion(role: str, body: dict, rule: Hostility | None, key: str) -> policy.Completion:
+    completion = policy.reply(role, body)
+    if rule is None:
+        return completion
+    if rule.kind == "echo_key":  # into whatever the model writes: note content, final text, judge reply
+        if completion.tool_calls:
+            calls = [{**c, "arguments": c["arguments"].replace('"content": "', f'"content": "{_echo(key)} ', 1)}
+                     for c in completion.tool_calls]
+            return policy.complete(body, completion.content, calls)
+        return policy.complete(body, f"{completion.content} {_echo(key)}")
+    if rule.kind == "huge_answer" and not completion.tool_calls:
+        return policy.complete(body, "The colour is red. " + "x" * rule.size)
+    return completion
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        hostile: Hostile = self.server.hostile  # type: ignore[attr-defined]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+        body = json.loads(raw)
+        role, _ = policy.classify(body)
+        rule = next((r for r in hostile.rules if r.hits(role, raw)), None)
+        key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        hostile.log.append((role, rule.kind if rule else None, 200))
+        kind = rule.kind if rule else None
+        if kind in ("html_200", "text_200", "not_a_completion"):
+            data, ctype = {"html_200": (b"<html><body>Service maintenance</body></html>", "text/html"),
+                           "text_200": (b"OK", "text/plain"),
+                           "not_a_completion": (b'{"status": "ok", "result": "done"}', "application/json")}[kind]
+            return self._send(data, ctype)
+        completion = _completion(role, body, rule, key)
+        if body.get("stream") is not True and kind == "trickle":
+            return self._stream([json.dumps(completion_payload(1, time.time(), body, completion)).encode()], rule,
+                                "application/json")
+        if body.get("stream") is not True:
+            payload = completion_payload(1, time.time(), body, completion)
+            if kind == "partial_usage":
+                payload["usage"] = {"prompt_tokens": completion.usage["prompt_tokens"]}
+            return self._send(json.dumps(payload).encode(), "application/json")
+        events = stream_events(1, time.time(), body, completion)
+        if kind == "partial_usage":
+            events = [e if "usage" not in e else {**e, "usage": {"prompt_tokens": e["usage"]["prompt_tokens"]}}
+                      for e in events]
+        frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+        if kind == "no_terminal":
+            frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events
+                      if not any(c.get("finish_reason") for c in e.get("choices") or [])]
+        self._stream(frames, rule)
+
+    def _send(self, data: bytes, ctype: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, frames: Sequence[bytes], rule: Hostility | None, ctype: str = "text/event-stream") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if rule is not None and rule.kind == "trickle":
+                hostile: Hostile = self.server.hostile  # type: ignore[attr-defined]
+                first = frames[0] if ctype == "text/event-stream" else frames[0][:1]
+                self._chunk(first)
+                while not hostile.stopping.wait(rule.interval_s):  # a byte now and then, never the end
+                    self._chunk(b": still thinking\n\n" if ctype == "text/event-stream" else b" ")
+                return
+            for frame in frames:
+                self._chunk(frame)
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+@contextmanager
+def start_hostile(rules: Sequence[Hostility] = ()) -> Iterator[Hostile]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    hostile = Hostile(server, list(rules))
+    server.hostile = hostile  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield hostile
+    finally:
+        hostile.stopping.set()
+        server.shutdown()
+        server.server_close()
