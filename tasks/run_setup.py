@@ -61,9 +61,10 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
     mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
     run = RunDir.for_output(output, config.model)
-    if run.root.exists():
+    if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
     loaded = load_dataset(dataset, users=users, limit_questions=limit_questions)
+    run.claim()  # last: a refused start leaves nothing behind
     return Plan(config, loaded, run, simulate, candidate, judge)
 
 
@@ -137,10 +138,10 @@ def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> Run
     config = plan.config
     candidate = plan.candidate or Endpoint.simulated("candidate", config, simulator_url or "")
     judge = plan.judge or Endpoint.simulated("judge", config, simulator_url or "")
-    plan.run.create()
     for empty in (plan.run.errors, plan.run.cleanup_errors):
         empty.touch()
     write_record(plan.run.run, _manifest(plan, args))
+    plan.run.release_claim()
     write_record(plan.run.judge_settings, mobilemem_judge.judge_settings(config.judge, judge))
     context = RunContext(
         run=plan.run, dataset=plan.dataset, config=config,

@@ -56,3 +56,22 @@ def test_bad_flags_exit_2_with_usage(flag, tmp_path):
 def test_not_a_dataset_folder(tmp_path, capsys):
     assert main(["--dataset", str(tmp_path), "--output", str(tmp_path), "--simulate"]) == 1
     assert "no data.jsonl and questions.jsonl here or under omni/" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["not_a_directory", "read_only", "concurrent"])
+def test_an_output_that_cannot_be_used_is_refused_in_one_line_before_anything_starts(sample_root, tmp_path, capsys,
+                                                                                  case):
+    output = tmp_path / "out"
+    if case == "not_a_directory":
+        output.write_text("a file")
+    if case == "read_only":
+        output = "/proc/self/mobilemem-out"  # a read-only filesystem (root ignores permission bits)
+    if case == "concurrent":  # another process is starting a run into the same directory
+        claim = output / "mobilemem" / "qwen3.8-max" / ".claim"
+        claim.parent.mkdir(parents=True)
+        claim.write_text("4242")
+    assert main(["--dataset", str(sample_root), "--output", str(output), "--simulate"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mobilemem: refused to start: ") and "Traceback" not in err
+    assert {"not_a_directory": "is not a directory", "read_only": "cannot create the run directory",
+            "concurrent": "another run (pid 4242)"}[case] in err

@@ -1,5 +1,6 @@
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +25,11 @@ def test_paths_come_from_the_run_dir(tmp_path):
 
 def test_existing_run_dir_is_refused_untouched(tmp_path):
     run = RunDir.for_output(tmp_path, "m")
-    run.create()
+    run.claim()
+    run.release_claim()
     (run.root / "keep.txt").write_text("x")
     with pytest.raises(ConfigError, match="already exists"):
-        run.create()
+        run.claim()
     assert [p.name for p in run.root.iterdir()] == ["keep.txt"]
 
 
@@ -77,3 +79,31 @@ def test_error_appends_are_whole_lines_under_concurrency(tmp_path):
     assert sorted(line.id for line in lines) == sorted(f"e{i * 100 + k}" for i in range(8) for k in range(50))
     append_error(run, _line(1, stage="cleanup"))
     assert [line.id for line in read_lines(run.cleanup_errors, ErrorLine)] == ["e1"]
+
+
+@pytest.mark.parametrize("case", ["file", "read_only", "taken"])
+def test_a_run_directory_that_cannot_be_claimed_is_refused_in_one_line(tmp_path, case):
+    output = tmp_path / "out"
+    if case == "file":
+        output.write_text("not a folder")
+    if case == "read_only":  # a read-only filesystem, as root cannot be refused by permissions
+        output = Path("/proc/self/out")
+    run = RunDir.for_output(output, "m")
+    if case == "taken":
+        run.root.mkdir(parents=True)
+        run.claim_file.write_text("999999")
+    with pytest.raises(ConfigError) as refused:
+        run.claim()
+    assert "\n" not in str(refused.value) and str(run.root) in str(refused.value)
+    assert ("another run (pid 999999)" in str(refused.value)) == (case == "taken")
+    if case == "file":
+        assert output.read_text() == "not a folder" and "is not a directory" in str(refused.value)
+
+
+def test_claiming_is_atomic_and_reentrant_for_the_claiming_process(tmp_path):
+    run = RunDir.for_output(tmp_path, "m")
+    run.claim()
+    run.claim()  # the flow re-runs preflight in the CLI's process
+    assert [p.name for p in run.root.iterdir()] == [".claim"]
+    run.release_claim()
+    assert list(run.root.iterdir()) == []

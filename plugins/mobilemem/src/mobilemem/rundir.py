@@ -87,6 +87,9 @@ class UserDir:
         return QuestionDir(self.root / "questions" / question_id)
 
 
+CLAIM_FILE = ".claim"  # the pid of the process starting the run, until run.json exists
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: Path
@@ -95,15 +98,45 @@ class RunDir:
     def for_output(cls, output: Path, model: str) -> RunDir:
         return cls(Path(output) / "mobilemem" / model_dir_name(model))
 
-    def create(self) -> None:
-        """Create the run folder; refuse (changing nothing) if it already exists."""
-        if self.root.exists():
-            raise ConfigError(f"{self.root} already exists: choose another --output or remove it")
-        self.root.parent.mkdir(parents=True, exist_ok=True)
+    @property
+    def claim_file(self) -> Path:
+        return self.root / CLAIM_FILE
+
+    def claim(self) -> None:
+        """Take the run folder for this process (an atomic mkdir), or refuse in one line, changing
+        nothing: it exists (another run's, or another live process is starting in it), or it cannot
+        be created. Claiming again from the claiming process is a no-op."""
+        if self.claim_file.is_file() and self._claimed_by() == os.getpid() and len(list(self.root.iterdir())) == 1:
+            return
+        if self.root.exists() or self.root.is_symlink():
+            raise ConfigError(self._taken())
+        existing = next(p for p in self.root.parents if p.exists())
+        if not existing.is_dir():
+            raise ConfigError(f"cannot create the run directory {self.root}: {existing} is not a directory")
         try:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
             self.root.mkdir()
+            self.claim_file.write_text(str(os.getpid()), encoding="ascii")
         except FileExistsError:
-            raise ConfigError(f"{self.root} already exists: choose another --output or remove it") from None
+            raise ConfigError(self._taken()) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot create the run directory {self.root}: {exc.strerror or exc}") from None
+
+    def _claimed_by(self) -> int | None:
+        try:
+            return int(self.claim_file.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            return None
+
+    def _taken(self) -> str:
+        pid = self._claimed_by()
+        if pid is not None:
+            return f"{self.root} is being started by another run (pid {pid}): choose another --output"
+        return f"{self.root} already exists: choose another --output or remove it"
+
+    def release_claim(self) -> None:
+        """Once run.json is written, the run directory is the run's own: the claim goes."""
+        self.claim_file.unlink(missing_ok=True)
 
     @property
     def run(self) -> Path:
