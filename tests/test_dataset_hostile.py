@@ -22,6 +22,7 @@ from PIL import Image
 
 from conftest import ROOT
 from mobilemem.dataset import Dataset, load_dataset
+from mobilemem.dataset_checks import MAX_TURN_TEXT_CHARS
 from mobilemem.errors import DatasetError
 
 ALLOWED_PREFIXES = ("data.jsonl:", "questions.jsonl:", "image/", "--users:")
@@ -158,19 +159,21 @@ def test_crlf_blank_and_whitespace_lines_are_read_like_lf(sample_root, sample_co
 def test_huge_strings_are_kept_or_refused_briefly(sample_copy):
     users = _jsonl(sample_copy / "data.jsonl")
     text_turn = next(t for t in users[0]["sessions"][0]["dialogue"] if t["content_type"] == "text")
-    text_turn["content"] = "long " * (HUGE // 5)
+    text_turn["content"] = "long " * (MAX_TURN_TEXT_CHARS // 5)  # the longest turn accepted
     users[0]["Basic_Profile"]["note"] = "n" * HUGE  # generator-side field: ignored
     _write_jsonl(sample_copy / "data.jsonl", users)
     dataset = load_dataset(sample_copy)
-    assert max(len(t.text or "") for s in dataset.users[0].sessions for t in s.turns) == len(text_turn["content"])
+    assert max(len(t.text or "") for s in dataset.users[0].sessions for t in s.turns) == MAX_TURN_TEXT_CHARS
 
+    text_turn["content"] = "long " * (HUGE // 5)
     users[0]["sessions"][1]["session_id"] = "s" * HUGE
     users[0]["sessions"][1]["event_end_time"] = "2024-01-01 " * (HUGE // 11)
     _image_turn(users, REF)["image_inline"] = "image/uid0/" + "p" * HUGE + ".png"
     _write_jsonl(sample_copy / "data.jsonl", users)
     problems = _problems(sample_copy)
-    assert len(problems) == 3, problems
+    assert len(problems) == 4, problems
     assert all(len(p) < 1000 for p in problems), [p[:200] for p in problems]
+    assert sum("MAX_TURN_TEXT_CHARS" in p for p in problems) == 1
 
 
 def test_huge_user_id_is_refused(sample_copy):

@@ -1,10 +1,22 @@
 import hashlib
 import io
+import random
+import struct
+import zlib
 
+import numpy as np
 import pytest
 from PIL import Image
 
-from mobilemem.images import ImageProblem, build_index, image_for_model, inspect_image, reference_basename
+from mobilemem.images import (
+    ImageProblem,
+    build_index,
+    image_for_model,
+    inspect_image,
+    inspect_images,
+    reference_basename,
+)
+from mobilemem.jpeg_markers import jpeg_structure_problem
 
 
 def _save(img: Image.Image, path, fmt: str, **kwargs) -> None:
@@ -109,3 +121,103 @@ def test_index_resolves_by_user_and_basename_including_gbk_mojibake(tmp_path, pi
     with pytest.raises(ImageProblem, match="matches no file"):
         index.resolve(0, "link.png")
     assert [p.name for p in index.escapes] == ["link.png"]
+
+
+# ---------------------------------------------------------------- full decode of well-framed files
+
+
+def _noisy(fmt: str, **kwargs) -> bytes:
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 255, (64, 96, 3), dtype=np.uint8))
+    if fmt == "MPO":
+        kwargs = {"save_all": True, "append_images": [image.rotate(90)], **kwargs}
+    out = io.BytesIO()
+    (image.convert("P") if fmt == "GIF" else image).save(out, format=fmt, **kwargs)
+    return out.getvalue()
+
+
+def _middle(data: bytes, fill: bytes | None = None) -> bytes:
+    start, end = len(data) * 2 // 5, len(data) * 3 // 5
+    return data[:start] + (fill or random.Random(3).randbytes(end - start))[:end - start] + data[end:]
+
+
+@pytest.mark.parametrize(("fmt", "fill"), [("JPEG", None), ("PNG", None), ("GIF", None), ("MPO", None),
+                                           ("WEBP", b"\xff" * 100_000)])  # libwebp decodes random bytes
+def test_a_corrupted_middle_with_intact_header_and_trailer_is_a_problem(tmp_path, fmt, fill):
+    path = tmp_path / "photo.png"
+    path.write_bytes(_middle(_noisy(fmt), fill))
+    with pytest.raises(ImageProblem, match=rf"^is a corrupt {fmt} file: photo.png ") as info:
+        inspect_image(path)
+    assert str(info.value).isprintable()
+
+
+def _png_with_valid_crcs_but_broken_zlib() -> bytes:
+    data = _noisy("PNG")
+    start = data.index(b"IDAT") - 4
+    length = struct.unpack(">I", data[start:start + 4])[0]
+    idat = bytearray(data[start + 8:start + 8 + length])
+    idat[len(idat) // 2:len(idat) // 2 + 64] = random.Random(5).randbytes(64)
+    chunk = struct.pack(">I", length) + b"IDAT" + idat + struct.pack(">I", zlib.crc32(b"IDAT" + idat))
+    return data[:start] + chunk + data[start + 12 + length:]
+
+
+def _jpeg_with_a_bogus_huffman_table() -> bytes:
+    data = bytearray(_noisy("JPEG"))
+    dht = data.index(b"\xff\xc4")
+    data[dht + 5:dht + 21] = b"\xff" * 16  # the code counts add up to more than 256: libjpeg refuses it
+    return bytes(data)
+
+
+@pytest.mark.parametrize("make", [_png_with_valid_crcs_but_broken_zlib, _jpeg_with_a_bogus_huffman_table])
+def test_a_stream_only_a_full_decode_finds_broken_is_a_problem(tmp_path, make):
+    path = tmp_path / "x.jpg"
+    path.write_bytes(make())
+    with pytest.raises(ImageProblem, match=r"is a corrupt (PNG|JPEG) file: x.jpg does not decode \("):
+        inspect_image(path)
+
+
+def _jpeg(**kwargs) -> bytes:
+    return _noisy("JPEG", **kwargs)
+
+
+@pytest.mark.parametrize("data", [
+    _jpeg(), _jpeg(progressive=True), _jpeg(optimize=True), _jpeg(quality=100, subsampling=0),
+    _jpeg(restart_marker_blocks=1), _jpeg(restart_marker_rows=1, progressive=True), _jpeg(comment=b"x\xff\xd9y"),
+    _jpeg(icc_profile=b"\0" * 3000), _jpeg() + b"\0" * 400, _jpeg() + _jpeg(), _noisy("MPO"),
+], ids=["baseline", "progressive", "optimized", "444", "restarts", "progressive-restarts", "comment-with-eoi",
+        "icc", "zero-padding", "two-jpegs", "mpo"])
+def test_the_jpeg_marker_walk_accepts_valid_files(data):
+    assert jpeg_structure_problem(data) is None
+
+
+def test_the_jpeg_marker_walk_names_what_is_broken():
+    good = _jpeg(restart_marker_blocks=1)
+    first, second = good.index(b"\xff\xd0"), good.index(b"\xff\xd1")
+    swapped = bytearray(good)
+    swapped[first + 1], swapped[second + 1] = 0xD1, 0xD0
+    assert "restart markers out of order" in jpeg_structure_problem(bytes(swapped))
+    assert "bytes after its end marker" in jpeg_structure_problem(_jpeg() + b"trailing data, not an image" * 9)
+    assert "running past its end" in jpeg_structure_problem(_jpeg()[:300])
+    mpo = _noisy("MPO")
+    frame_1 = mpo.index(b"\xff\xd8", 2)
+    damaged = mpo[:frame_1] + b"\0" * 40 + mpo[frame_1 + 40:]
+    assert jpeg_structure_problem(damaged, later_frames=False) is None  # frame 1 is never sent
+    assert "bytes after its end marker" in jpeg_structure_problem(damaged)
+
+
+def test_inspect_images_agrees_with_inspect_image_and_keeps_the_bomb_limit(tmp_path, monkeypatch):
+    paths = []
+    for i, (fmt, data) in enumerate([("PNG", _noisy("PNG")), ("JPEG", _middle(_noisy("JPEG"))), ("GIF", b"GIF89a")]):
+        paths.append(tmp_path / f"{i}.{fmt.lower()}")
+        paths[-1].write_bytes(data)
+    results = inspect_images(paths)
+    assert list(results) == paths
+    assert results[paths[0]] == inspect_image(paths[0])
+    for path in paths[1:]:
+        with pytest.raises(ImageProblem) as info:
+            inspect_image(path)
+        assert str(results[path]) == str(info.value)
+    copies = [tmp_path / f"copy{i}.png" for i in range(8)]
+    for copy in copies:
+        copy.write_bytes(paths[0].read_bytes())
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 96 * 64 - 1)  # the warning band: refused, from threads too
+    assert all("decompression-bomb" in str(r) for r in inspect_images(copies).values())

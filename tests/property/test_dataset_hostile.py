@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from mobilemem.dataset import Dataset, load_dataset
+from mobilemem.dataset_records import id_problem
 from mobilemem.errors import DatasetError
 from mobilemem.images import SUPPORTED_FORMATS, ImageProblem, inspect_image
 
@@ -353,3 +354,25 @@ def test_inspecting_corrupted_image_bytes_only_raises_image_problem(tmp_path_fac
         assert str(exc).isprintable()
     else:
         assert info.format in SUPPORTED_FORMATS
+
+
+# ---------------------------------------------------------------- ids are file names ReMe accepts
+
+DEVICE_LIKE = st.tuples(st.sampled_from(["CON", "prn", "Aux", "nul", "COM1", "com9", "LPT1", "lpt9", "COM0", "LPT10",
+                                         "CONX", "NULL"]),
+                        st.sampled_from(["", ".", ".x", ".x.y", "_1", "-1", "..", " "])).map("".join)
+ID_LIKE = st.text(alphabet=st.sampled_from(list("az09AZ_.-") + [" ", "<", ">", ":", '"', "/", "\\", "|", "?", "*",
+                                                                  "\x00", "\n", "\t", "\x7f", "é", "\u3000"]),
+                  min_size=0, max_size=12)
+
+
+@HOSTILE
+@given(value=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", fullmatch=True) | DEVICE_LIKE | ID_LIKE)
+def test_every_id_the_preflight_accepts_is_a_file_name_reme_accepts(value):
+    """Session ids name ReMe's files (`dialog/<id>.jsonl`, `images/<id>/`): ReMe refuses names with
+    `validate_filename_component` mid-run, so preflight's rule must be at least as strict."""
+    from reme.steps.file_io import validate_filename_component
+
+    if id_problem(value) is None:
+        assert validate_filename_component(value, kind="session_id") is None, value
+        assert len(value) <= 128 and value.isascii() and value.isprintable()

@@ -2,7 +2,10 @@
 
 `load_dataset` reads `data.jsonl`, `questions.jsonl` and the extracted `image/` folder (at the
 root or under `omni/`), checks every record, cross-reference and image reference, and either
-returns a `Dataset` or raises `DatasetError` listing every problem, one line each.
+returns a `Dataset` or raises `DatasetError` listing every problem, one line each. Whatever
+would only fail later is refused here, before any model request: rules on one record are in
+`mobilemem.dataset_records`, rules across records in `mobilemem.dataset_checks`, and every image
+that is sent is decoded in full (`mobilemem.images.inspect_images`).
 
 Raw file shapes stay in `mobilemem.dataset_records`. Other modules see only views named for their
 reader: `CandidateSession` and `CandidateQuestion` have no reference fields at all;
@@ -19,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mobilemem.dataset_checks import check_sessions, check_unique_ids
 from mobilemem.dataset_records import (
     JsonLine,
     QuestionRecord,
@@ -30,11 +34,12 @@ from mobilemem.dataset_records import (
     validate_sessions,
 )
 from mobilemem.errors import DatasetError
-from mobilemem.images import ImageIndex, ImageProblem, build_index, inspect_image, printable, quoted
+from mobilemem.images import ImageIndex, ImageInfo, ImageProblem, build_index, inspect_images, printable, quoted
 
 DATASET_ID = "zjunlp/MobileMem-Omni"
 DATASET_REVISION = "989ba00900bddf4e0d4b0c7dd52f0840a7ee3a54"
 SELECTED_TYPE = "visual_reasoning"
+_Checked = dict[Path, ImageInfo | ImageProblem]
 
 
 class _View(BaseModel):
@@ -89,6 +94,10 @@ class ScheduledUser(_View):
 
 @dataclass(frozen=True)
 class Dataset:
+    """The validated release. `judge_questions` is keyed by question id alone, and the run's folders
+    and ReMe's files by session and question id: preflight refuses any session or question id
+    used twice in the whole dataset (by any user, ignoring case), so no two users collide there."""
+
     root: Path  # the folder holding data.jsonl (the given path or its omni/ subfolder)
     data_sha256: str
     questions_sha256: str
@@ -109,8 +118,9 @@ def locate(root: Path) -> Path:
 
 
 def candidate_sessions(user_id: int, records: list[SessionRecord], index: ImageIndex, where: str,
-                       problems: list[str]) -> list[CandidateSession]:
-    """The user's sessions as the candidate sees them, by event_start_time then file order."""
+                       problems: list[str], checked: _Checked) -> list[CandidateSession]:
+    """The user's sessions as the candidate sees them, by event_start_time then file order;
+    `checked` holds the inspection of every file the user's image turns resolve to."""
     ordered = sorted(enumerate(records), key=lambda pair: (pair[1].start, pair[0]))
     sessions = []
     for _, record in ordered:
@@ -119,7 +129,7 @@ def candidate_sessions(user_id: int, records: list[SessionRecord], index: ImageI
             image = None
             if turn.content_type == "image":
                 assert turn.image_inline is not None
-                image = _candidate_image(user_id, turn.image_inline, index, problems,
+                image = _candidate_image(user_id, turn.image_inline, index, checked, problems,
                                          f"{where} session {record.session_id} turn {turn.turn}")
             turns.append(CandidateTurn(turn=turn.turn, role=turn.role, image=image,
                                        text=turn.content if turn.content_type == "text" else None))
@@ -129,12 +139,16 @@ def candidate_sessions(user_id: int, records: list[SessionRecord], index: ImageI
     return sessions
 
 
-def _candidate_image(user_id: int, ref: str, index: ImageIndex, problems: list[str], where: str) -> CandidateImage | None:
+def _candidate_image(user_id: int, ref: str, index: ImageIndex, checked: _Checked, problems: list[str],
+                     where: str) -> CandidateImage | None:
     try:
         path = index.resolve(user_id, ref)
-        info = inspect_image(path)
     except ImageProblem as exc:
-        problems.append(f"{where}: {exc}" if str(exc).startswith("image") else f"{where}: image {quoted(ref)} {exc}")
+        problems.append(f"{where}: {exc}")
+        return None
+    info = checked[path]
+    if isinstance(info, ImageProblem):
+        problems.append(f"{where}: image {quoted(ref)} {info}")
         return None
     dataset_root = index.root.parent
     return CandidateImage(image_id=ref, path=path.relative_to(dataset_root).as_posix(), format=info.format)
@@ -154,6 +168,18 @@ def _judge_question(record: QuestionsRecord, q: QuestionRecord) -> JudgeQuestion
     return JudgeQuestion(user_id=record.uuid, question_id=q.question_id, question=q.question, answer=q.answer,
                          evidence=q.evidence, question_type=q.question_type, question_format=q.question_format,
                          difficulty=q.difficulty, language=q.language or record.language)
+
+
+def _inspect_referenced(index: ImageIndex, users: list[tuple[int, list[SessionRecord]]]) -> _Checked:
+    """Every file that these users' image turns resolve to, inspected (decoded) once, in parallel."""
+    paths = set()
+    for uid, sessions in users:
+        for turn in (t for s in sessions for t in s.dialogue if t.content_type == "image" and t.image_inline):
+            try:
+                paths.add(index.resolve(uid, turn.image_inline))
+            except ImageProblem:
+                continue  # reported with its session and turn when the views are built
+    return inspect_images(sorted(paths))
 
 
 def _sha256(path: Path) -> str:
@@ -196,15 +222,25 @@ def _image_index(base: Path, problems: list[str]) -> ImageIndex | None:
     return index
 
 
-def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questions: int | None = None) -> Dataset:
-    """Validate the whole release and build the views; raise `DatasetError` with every problem."""
+def _check_records(users: dict[int, _Entry], questions: dict[int, _Entry], problems: list[str],
+                   max_session_images: int | None) -> None:
+    for uid, entry in questions.items():
+        if uid not in users:
+            problems.append(f"{entry.line.where} user {uid}: has questions but is not in data.jsonl")
+    check_unique_ids([e.line for e in users.values()], [e.line for e in questions.values()], problems)
+    for entry in users.values():
+        check_sessions(entry.line, entry.sessions, problems, max_images=max_session_images)
+
+
+def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questions: int | None = None,
+                 max_session_images: int | None = None) -> Dataset:
+    """Validate the whole release and build the views; raise `DatasetError` with every problem.
+    `max_session_images` is the candidate's `max_images`: a session holding more is refused."""
     base = locate(Path(root))
     problems: list[str] = []
     user_entries = _read(base / "data.jsonl", UserRecord, problems)
     question_entries = _read(base / "questions.jsonl", QuestionsRecord, problems)
-    for uid, entry in question_entries.items():
-        if uid not in user_entries:
-            problems.append(f"{entry.line.where} user {uid}: has questions but is not in data.jsonl")
+    _check_records(user_entries, question_entries, problems, max_session_images)
     problems.extend(f"--users: user {uid} is not in data.jsonl" for uid in users or () if uid not in user_entries)
 
     wanted = set(users) if users is not None else set(user_entries)
@@ -212,14 +248,17 @@ def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questi
                 if uid in wanted and uid in user_entries and entry.record is not None
                 and (pairs := select_questions(entry.record)[:limit_questions])}
     index = _image_index(base, problems) if selected else None
+    order = sorted(selected, key=lambda u: user_entries[u].line.number)
+    checked = _inspect_referenced(index, [(u, user_entries[u].sessions) for u in order
+                                          if user_entries[u].record is not None]) if index else {}
 
     scheduled = []
-    for uid in sorted(selected, key=lambda u: user_entries[u].line.number):
+    for uid in order:
         entry = user_entries[uid]
         if entry.record is None:
             continue  # already reported; nothing valid to check further
-        sessions = (candidate_sessions(uid, entry.sessions, index, f"{entry.line.where} user {uid}", problems)
-                    if index else [])
+        sessions = (candidate_sessions(uid, entry.sessions, index, f"{entry.line.where} user {uid}", problems,
+                                       checked) if index else [])
         scheduled.append(ScheduledUser(user_id=uid, language=entry.record.language, sessions=sessions,
                                        questions=[c for c, _ in selected[uid]]))
     if problems:

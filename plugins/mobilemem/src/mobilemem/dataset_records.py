@@ -1,7 +1,8 @@
 """Raw shapes of the release's JSONL files and the line reader that reports every problem.
 
 Only `mobilemem.dataset` uses these. Fields the runner never uses (profiles, summaries, memory
-points, statistics) are not modelled and so cannot reach any view.
+points, statistics) are not modelled and so cannot reach any view. Rules that span records (ids
+unique across the dataset, turn numbers, ReMe's file names) are in `mobilemem.dataset_checks`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,50 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 MAX_PROBLEMS_PER_LINE = 20
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # always fullmatch: `$` admits a final newline
+# ReMe's `validate_filename_component` (reme/steps/file_io/_path.py) also refuses these names
+_DEVICE_NAMES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                           *(f"LPT{i}" for i in range(1, 10))})
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 MAX_USER_ID = 2**63 - 1  # a user id names a folder of the run
+MAX_QUESTION_CHARS = 200_000  # like a turn's text (`dataset_checks.MAX_TURN_TEXT_CHARS`)
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be a session or question id, or None. Ids become file names (the run's
+    folders, ReMe's `dialog/<session_id>.jsonl` and `images/<session_id>/`): this rule is stricter
+    than ReMe's own, so that ReMe never refuses one mid-run."""
+    if not _SAFE_ID.fullmatch(value):
+        return "must be 1-128 letters, digits, '_', '.' or '-', the first a letter or digit (it becomes a file name)"
+    if value.endswith("."):
+        return "must not end with '.' (it becomes a file name)"
+    if value.split(".", 1)[0].upper() in _DEVICE_NAMES:
+        return "is a Windows device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9; it becomes a file name)"
+    return None
 
 
 def _safe_id(value: str) -> str:
-    if not _SAFE_ID.fullmatch(value):
-        raise ValueError("must be 1-128 letters, digits, '_', '.' or '-' (it becomes a file name)")
+    if problem := id_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+def _at_most(limit: int, name: str):
+    def check(value: str | None) -> str | None:
+        if value is not None and len(value) > limit:
+            raise ValueError(f"is {len(value):,} characters, more than the {limit:,} of {name}")
+        return value
+    return AfterValidator(check)
+
+
+def _has_turns(value: list[Any]) -> list[Any]:
+    if not value:
+        raise ValueError("is empty: a session needs at least one turn")
+    return value
+
+
+def _has_text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("has no text (only whitespace): ReMe's answer job refuses an empty query")
     return value
 
 
@@ -56,7 +94,7 @@ class TurnRecord(_Raw):
     turn: int = Field(ge=1)
     role: Literal["user", "assistant"]
     content_type: Literal["text", "image"]
-    content: str | None = None
+    content: str | None = None  # at most `dataset_checks.MAX_TURN_TEXT_CHARS`, checked there
     image_inline: str | None = None
 
     @model_validator(mode="after")
@@ -72,7 +110,7 @@ class SessionRecord(_Raw):
     session_id: SafeId
     event_start_time: DatasetTime
     event_end_time: DatasetTime
-    dialogue: list[TurnRecord]
+    dialogue: Annotated[list[TurnRecord], AfterValidator(_has_turns)]
 
     @property
     def start(self) -> datetime:
@@ -90,7 +128,8 @@ class UserRecord(_Raw):
 
 class QuestionRecord(_Raw):
     question_id: SafeId
-    question: str = Field(min_length=1)
+    question: Annotated[str, AfterValidator(_has_text),
+                        _at_most(MAX_QUESTION_CHARS, "mobilemem.dataset_records.MAX_QUESTION_CHARS")]
     answer: Annotated[str | list[str], BeforeValidator(_answer)]
     question_type: str
     question_format: str | None = None
@@ -102,15 +141,7 @@ class QuestionRecord(_Raw):
 class QuestionsRecord(_Raw):
     uuid: int = Field(ge=0, le=MAX_USER_ID)
     language: Language
-    questions: list[QuestionRecord]
-
-    @model_validator(mode="after")
-    def _unique_questions(self) -> QuestionsRecord:
-        ids = [q.question_id for q in self.questions]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ValueError(f"question ids repeat: {', '.join(duplicates)}")
-        return self
+    questions: list[QuestionRecord]  # ids unique across the dataset: `dataset_checks.check_unique_ids`
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -142,7 +173,7 @@ def _context(raw: Any, loc: tuple[Any, ...]) -> str:
         if loc[:1] == ("sessions",) and isinstance(loc[1], int):
             session = raw["sessions"][loc[1]]
             text = f" session {_index_label(raw['sessions'], loc[1], 'session_id', str)}"
-            if loc[2:3] == ("dialogue",) and isinstance(loc[3], int):
+            if loc[2:3] == ("dialogue",) and len(loc) > 3 and isinstance(loc[3], int):
                 text += f" turn {_index_label(session['dialogue'], loc[3], 'turn', int)}"
             return text
         if loc[:1] == ("questions",) and isinstance(loc[1], int):
@@ -169,6 +200,8 @@ def _describe(error: dict[str, Any]) -> str:
     if error["type"] == "missing":
         return "field required"
     value = error.get("input")
+    if isinstance(value, (dict, list)) and error["type"] == "value_error":
+        return message  # one of our own rules, whose message describes the container
     shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
     return f"{message} (got {shown[:80]})"
 
@@ -224,11 +257,4 @@ def validate_sessions(line: JsonLine, problems: list[str]) -> list[SessionRecord
     if not isinstance(raw, list):
         return []  # reported by the user line's own validation
     sessions = [validate(line, SessionRecord, problems, value=item, loc=("sessions", i)) for i, item in enumerate(raw)]
-    valid = [s for s in sessions if s is not None]
-    user = f" user {line.uuid}" if line.uuid is not None else ""
-    seen: set[str] = set()
-    for session in valid:
-        if session.session_id in seen:
-            problems.append(f"{line.where}{user} session {session.session_id}: session id repeats")
-        seen.add(session.session_id)
-    return valid
+    return [s for s in sessions if s is not None]

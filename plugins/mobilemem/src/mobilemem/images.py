@@ -5,7 +5,8 @@ its folder parts are published aliases and are never followed. The extracted `im
 walked once; every file under a `uid<N>` folder is indexed by its name and, for names that
 `python -m zipfile -e` decoded as cp437 from GBK bytes, also by the repaired name.
 Formats are detected from the bytes. Images go to the model unchanged, except MPO files, which
-are sent as their first picture converted to PNG.
+are sent as their first picture converted to PNG. Preflight decodes every picture that is sent
+(frame 0) in full, `DECODE_THREADS` files at a time (`inspect_images`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,23 @@ import struct
 import unicodedata
 import warnings
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from PIL import Image
+
+from mobilemem.jpeg_markers import jpeg_structure_problem
 
 SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
                      "MPO": "image/png"}
 _PARSED_FORMATS = ["JPEG", "PNG", "WEBP", "GIF"]  # Pillow reads MPO with its JPEG parser
 _USER_DIR = re.compile(r"^uid([0-9]+)$")
 MAX_SHOWN_REFERENCE = 200  # characters of a reference quoted in a problem
+DECODE_THREADS = min(4, os.cpu_count() or 1)  # Pillow's decoders release the GIL; at most 4 pictures in memory
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error)  # what a broken stream raises
 
 
 class ImageProblem(Exception):
@@ -150,28 +158,76 @@ def _check_trailer(path: Path, fmt: str, size: int) -> None:
 
 
 def inspect_image(path: Path) -> ImageInfo:
-    """Check that `path` is a complete image of a supported format within Pillow's bomb limit."""
+    """Check that `path` is a complete image of a supported format within Pillow's bomb limit, whose
+    picture that is sent (frame 0) decodes in full."""
+    with _bomb_warnings_as_errors():
+        return _inspect(path)
+
+
+def inspect_images(paths: Sequence[Path]) -> dict[Path, ImageInfo | ImageProblem]:
+    """`inspect_image` of every path, `DECODE_THREADS` at a time: the info, or the problem."""
+    Image.init()  # register every plugin before the threads open files
+    with _bomb_warnings_as_errors(), ThreadPoolExecutor(max_workers=DECODE_THREADS) as pool:
+        return dict(zip(paths, pool.map(_inspect_or_problem, paths), strict=True))
+
+
+@contextmanager
+def _bomb_warnings_as_errors() -> Iterator[None]:
+    """Pillow's DecompressionBombWarning raised as an error. The warnings filter is process-wide
+    state, so `inspect_images` sets it once around all its threads, never inside one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
+
+
+def _inspect_or_problem(path: Path) -> ImageInfo | ImageProblem:
+    try:
+        return _inspect(path)
+    except ImageProblem as exc:
+        return exc
+
+
+def _inspect(path: Path) -> ImageInfo:
     if path.is_symlink() or not path.is_file():
         raise ImageProblem("is not a regular file")
     size = path.stat().st_size
     if size == 0:
         raise ImageProblem("is empty (0 bytes)")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path, formats=_PARSED_FORMATS) as img:  # no other parser runs
-                fmt, (width, height) = img.format or "", img.size
+        with Image.open(path, formats=_PARSED_FORMATS) as img:  # no other parser runs
+            fmt, (width, height) = img.format or "", img.size
+            if fmt in SUPPORTED_FORMATS:
+                _check_trailer(path, fmt, size)
+                _decode(img, path, fmt)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageProblem(f"exceeds Pillow's decompression-bomb limit: {exc}") from None
     except Image.UnidentifiedImageError as exc:
         other = _signature_format(path)  # named by its signature, never parsed
         raise ImageProblem(_unsupported(other) if other else _unreadable(path, exc)) from None
-    except (OSError, ValueError, SyntaxError) as exc:
+    except _DECODE_ERRORS as exc:
         raise ImageProblem(_unreadable(path, exc)) from None
     if fmt not in SUPPORTED_FORMATS:
         raise ImageProblem(_unsupported(fmt))
-    _check_trailer(path, fmt, size)
     return ImageInfo(format=fmt, width=width, height=height, size=size)
+
+
+def _decode(img: Image.Image, path: Path, fmt: str) -> None:
+    """Decode frame 0 in full (never a `draft`): a file can be framed well and still hold a
+    broken stream. PNG chunk CRCs and the JPEG marker structure are checked as well, since
+    Pillow neither reads IDAT CRCs nor reports the corrupt data libjpeg skips over."""
+    try:
+        if fmt == "PNG":
+            with Image.open(path, formats=["PNG"]) as again:
+                again.verify()
+        if fmt in {"JPEG", "MPO"}:
+            broken = jpeg_structure_problem(path.read_bytes(), later_frames=fmt != "MPO")
+            if broken:
+                raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} {broken}")
+        img.load()
+    except _DECODE_ERRORS as exc:
+        reason = printable(str(exc).replace(str(path), path.name))
+        raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} does not decode "
+                           f"({type(exc).__name__}: {reason})") from None
 
 
 def _unsupported(fmt: str) -> str:
