@@ -12,7 +12,8 @@ failure ends it), `build_index`, then per question `answer_question` → `judge_
 Failures are gap records; the flow always finishes with `finalize` (summary.json, results.jsonl).
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
-Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 130 interrupted.
+Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 3 stopped by an error (a full disk,
+a failed orchestration) with every finished result kept, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from prefect.exceptions import TerminationSignal
 from prefect.utilities.annotations import quote
 
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
-from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
+from mobilemem.errors import ConfigError, DatasetError, MobilememError, describe, error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import RunState, SummaryFile
-from mobilemem.rundir import append_error
+from mobilemem.rundir import RunDir, append_error, read_record
 from mobilemem.simulator import start_simulator
 from tasks import run_setup
 from tasks.answer import answer_question, record_orphaned_questions, skip_question
@@ -54,13 +55,20 @@ from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
 
 
+NOT_RUN = ("not_run", "the run stopped starting new work", None)
+
+
 async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
     """Ingest the sessions in order and build the index; the gap that blocks the questions, if any."""
     for session in sessions:
         outcome = await ingest_session(quote(session), quote(user))
+        if outcome.not_run:
+            return NOT_RUN
         if not outcome.success:
             return "history", f"ingest failed: {outcome.reason}", outcome.error_id
     outcome = await build_index(quote(user))
+    if outcome.not_run:
+        return NOT_RUN
     if not outcome.success:
         return "index", outcome.reason or "failed", outcome.error_id
     return None
@@ -68,6 +76,8 @@ async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] |
 
 async def _question(context: RunContext, user: UserContext, job: CandidateQuestion,
                     blocked: tuple[str, str, str | None] | None) -> None:
+    if blocked == NOT_RUN:  # the run stopped starting new work: the question is not attempted
+        return
     if blocked is not None:
         await skip_question(job, user, *blocked)
         return
@@ -128,10 +138,12 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
         state: RunState = "interrupted"
         try:
             await asyncio.gather(*(_user(context, u.user_id) for u in plan.dataset.users))
-            state = "completed"
+            state = "completed" if context.disk.reason is None else "interrupted_by_error"
         finally:
             await run_setup.close_run(context, state)
-        return await finalize(context.run.root)
+        summary = await finalize(context.run.root)
+        # the files say what they could record; a run.json a full disk left at `running` does not decide
+        return summary if summary.state == state else summary.model_copy(update={"state": state})
 
 
 def _user_ids(text: str) -> list[int]:
@@ -253,10 +265,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_setup.mark_interrupted(plan.run)
         print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
         return 130
+    except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
+        return _after_failure(plan.run, exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(_headline(plan.run.root, summary))
+    if summary.state == "interrupted_by_error":
+        print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
+              f"{plan.run.root} (exit 3)", file=sys.stderr)
+        return 3
     return 2 if summary.cleanup_error_count else 0
+
+
+def _after_failure(run: RunDir, exc: Exception) -> int:
+    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
+    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
+    if not run.run.exists():
+        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
+        return 1
+    append_error(run, error_record(exc, stage="cleanup"))
+    state = run_setup.mark_stopped(run)
+    if state == "completed":
+        print(_headline(run.root, read_record(run.summary, SummaryFile)))
+        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
+        return 2
+    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
+          file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

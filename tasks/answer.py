@@ -18,12 +18,13 @@ from mobilemem.records import AnswerResponseFile, ErrorFile, ErrorLine, GapStage
 from mobilemem.reme import answer
 from mobilemem.rundir import append_error, write_record
 from tasks.context import RunContext, UserContext
-from tasks.outcome import StepOutcome, record_gap
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, record_gap, save
 
 
-def write_job(job: CandidateQuestion, user: UserContext) -> None:
-    write_record(user.run.user(user.user_id).question(job.question_id).job,
-                 JobFile(user_id=job.user_id, question_id=job.question_id, question=job.question))
+def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
+    return save(user, user.run.user(user.user_id).question(job.question_id).job,
+                JobFile(user_id=job.user_id, question_id=job.question_id, question=job.question),
+                stage="answer", user_id=job.user_id, question_id=job.question_id)
 
 
 async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
@@ -35,7 +36,10 @@ async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapSta
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
 async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutcome:
-    write_job(job, user)
+    if user.disk.stopped():
+        return NOT_RUN
+    if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
     paths = user.run.user(user.user_id).question(job.question_id)
     ids = {"user_id": job.user_id, "question_id": job.question_id}
     started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
@@ -49,14 +53,17 @@ async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutc
     if response is not None and not response.success:
         error = failure_record(stage="answer", error_type=response.error_kind or "failed",
                                reason=response.error or "failed", **ids)
-    write_record(paths.answer_response, AnswerResponseFile(
+    unsaved = save(user, paths.answer_response, AnswerResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
         response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
-        error_id=error.id if error else None))
-    if error is None:
+        error_id=error.id if error else None), stage="answer", **ids)
+    if error is None and unsaved is None:
         await user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")
+    if error is None:  # answered, but the answer could not be kept: it is not judged
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
     append_error(user.run, error)
+    user.disk.probe()
     reason = (response.error_kind if response else None) or error.error_type
     return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)
 
@@ -69,6 +76,9 @@ def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLin
     for job in context.scheduled(user_id).questions:
         paths = user.question(job.question_id)
         if not (paths.metrics.exists() or paths.error.exists()):
-            write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
-                                                reason=f"orchestration failed: {error.error_type}",
-                                                detail=error.reason, error_id=error.id))
+            try:
+                write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
+                                                    reason=f"orchestration failed: {error.error_type}",
+                                                    detail=error.reason, error_id=error.id))
+            except OSError as exc:
+                context.disk.note(exc)

@@ -16,6 +16,7 @@ from agentscope.model import ChatModelBase
 from reme.application import Application
 
 from mobilemem.config import Config
+from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.rundir import RunDir
 from tasks.progress import UserProgress
@@ -31,6 +32,7 @@ class RunContext:
     users: asyncio.Semaphore
     answers: asyncio.Semaphore
     judgments: asyncio.Semaphore
+    disk: DiskGuard
     progress: dict[int, UserProgress] = field(default_factory=dict)
     log_handler: logging.Handler | None = None
 
@@ -50,6 +52,7 @@ class UserContext:
     candidate_model: ChatModelBase
     judge_model: ChatModelBase
     progress: UserProgress
+    disk: DiskGuard
 
 
 _RUNS: dict[str, RunContext] = {}
@@ -71,4 +74,4 @@ def user_context(context: RunContext, user_id: int, app: Application) -> UserCon
     return UserContext(run=context.run, user_id=user_id, app=app,
                        dataset_root=context.dataset.root, config=context.config,
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
-                       progress=context.progress[user_id])
+                       progress=context.progress[user_id], disk=context.disk)

@@ -3,6 +3,7 @@ that point at them."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from prefect import task
@@ -12,6 +13,8 @@ from prefect.cache_policies import NO_CACHE
 from mobilemem.records import SummaryFile
 from mobilemem.rundir import RunDir, write_bytes_atomic, write_record
 from mobilemem.summary import summarize_run
+
+log = logging.getLogger(__name__)
 
 
 def write_summary(run_dir: Path) -> SummaryFile:
@@ -29,7 +32,19 @@ def _fmt(value: float | None) -> str:
 
 @task(name="finalize", retries=0, task_run_name="finalize", cache_policy=NO_CACHE, persist_result=False)
 async def finalize(run_dir: Path) -> SummaryFile:
-    summary = write_summary(run_dir)
+    try:
+        summary = write_summary(run_dir)
+    except OSError as exc:  # a full disk: the scores are still reported; `summarize RUN_DIR` writes them later
+        log.error("could not write summary.json / results.jsonl: %s", exc.strerror or exc)
+        summary = summarize_run(run_dir)[0]
+    try:
+        await _artifacts(run_dir, summary)
+    except Exception as exc:  # the dashboard's view is bookkeeping: a lost API must not cost the results
+        log.warning("the run's artifacts were not created: %s", type(exc).__name__)
+    return summary
+
+
+async def _artifacts(run_dir: Path, summary: SummaryFile) -> None:
     rows = [{"group": "overall", "expected": summary.overall.expected, "scored": summary.overall.scored,
              "accuracy": _fmt(summary.overall.accuracy), "f1": _fmt(summary.overall.f1),
              "bleu1": _fmt(summary.overall.bleu1)}]
@@ -43,4 +58,3 @@ async def finalize(run_dir: Path) -> SummaryFile:
     await acreate_markdown_artifact(
         markdown=f"# mobilemem run\n\nRun directory: `{run_dir}`\n\n{files}\n\nGaps: {summary.gaps or 'none'}\n",
         key="mobilemem-run", description="where the run's files are")
-    return summary

@@ -12,15 +12,17 @@ from mobilemem.errors import error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
 from mobilemem.reme import app as reme_app
-from mobilemem.rundir import append_error, read_record, write_record
+from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
 from tasks.context import UserContext
-from tasks.outcome import StepOutcome
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, save
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
       persist_result=False)
 async def build_index(user: UserContext) -> StepOutcome:
+    if user.disk.stopped():
+        return NOT_RUN
     paths = user.run.user(user.user_id)
     started = datetime.now(UTC)
     try:
@@ -29,14 +31,20 @@ async def build_index(user: UserContext) -> StepOutcome:
         raise_if_cancelled()
         error = error_record(exc, stage="index", user_id=user.user_id)
         append_error(user.run, error)
-        write_record(paths.index_response, IndexResponseFile(
+        user.disk.probe()
+        save(user, paths.index_response, IndexResponseFile(
             started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
-            error_id=error.id, error=error.reason))
+            error_id=error.id, error=error.reason), stage="index", user_id=user.user_id)
         return StepOutcome(success=False, reason=error.error_type, error_id=error.id)
-    write_record(paths.index_response, IndexResponseFile(
+    unsaved = save(user, paths.index_response, IndexResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
-        documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds))
-    sessions = [read_record(p, SessionFile) for p in sorted(paths.sessions.glob("*.json"))]
-    write_record(paths.memory_usage, MemoryUsageFile(
-        user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests)))
+        documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds),
+        stage="index", user_id=user.user_id)
+    if unsaved is None:  # the completion marker, last, and only when everything before it is on disk
+        sessions = [read_record(p, SessionFile) for p in sorted(paths.sessions.glob("*.json"))]
+        unsaved = save(user, paths.memory_usage, MemoryUsageFile(
+            user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests)),
+            stage="index", user_id=user.user_id)
+    if unsaved is not None:
+        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id)
     return StepOutcome(success=True)

@@ -14,14 +14,16 @@ from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
 from mobilemem.reme import ingest
-from mobilemem.rundir import append_error, write_record
+from mobilemem.rundir import append_error
 from tasks.context import UserContext
-from tasks.outcome import StepOutcome
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, save
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
       persist_result=False)
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
+    if user.disk.stopped():
+        return NOT_RUN
     ids = {"user_id": user.user_id, "session_id": session.session_id,
            "image_paths": [t.image.path for t in session.turns if t.image]}
     started, response, error, kind = datetime.now(UTC), None, None, None
@@ -38,12 +40,16 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
         error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed", **ids)
     if error is not None:
         append_error(user.run, error)
-    write_record(user.run.user(user.user_id).session(session.session_id), SessionFile(
+        user.disk.probe()
+    unsaved = save(user, user.run.user(user.user_id).session(session.session_id), SessionFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
         success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
         answer=response.answer if response else None,
         trajectory_path=response.trajectory_path if response else None, usage=scope.usage(), requests=scope.requests,
-        error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None))
+        error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None),
+        stage="ingest", **ids)
+    if unsaved is not None:  # a session without its record is a failed session: the history ends here
+        error, kind = unsaved, WRITE_ERROR
     await user.progress.bump(ingested=1 if error is None else 0)
     # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
     # collection here they pile up between rare full collections (bench/README.md, peak RSS).

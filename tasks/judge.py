@@ -15,14 +15,16 @@ from mobilemem.errors import error_record, failure_record
 from mobilemem.metrics import overlap_scores
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
-from mobilemem.rundir import append_error, write_record
+from mobilemem.rundir import append_error
 from tasks.context import UserContext
-from tasks.outcome import StepOutcome, record_gap
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, record_gap, save
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
 async def judge_answer(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
+    if user.disk.stopped():
+        return NOT_RUN
     paths = user.run.user(user.user_id).question(question.question_id)
     ids = {"user_id": question.user_id, "question_id": question.question_id}
     started, judgment, error = datetime.now(UTC), None, None
@@ -37,20 +39,23 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
     if judgment is not None and not judgment.success:
         error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",
                                reason=judgment.error or "failed", **ids)
-    write_record(paths.judgment, JudgmentFile(
+    unsaved = save(user, paths.judgment, JudgmentFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,
         question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,
         decided_by=judgment.decided_by if judgment else None, raw_reply=judgment.raw_reply if judgment else None,
         usage=scope.usage(), requests=scope.requests, error_kind=judgment.error_kind if judgment else None,
-        error_id=error.id if error else None, error=error.reason if error else None))
-    if error is None and judgment is not None:
+        error_id=error.id if error else None, error=error.reason if error else None), stage="judge", **ids)
+    if error is None and judgment is not None and unsaved is None:
         scores = overlap_scores(prediction, question.answer)
-        write_record(paths.metrics, MetricsFile(
+        unsaved = save(user, paths.metrics, MetricsFile(
             user_id=question.user_id, question_id=question.question_id,
             llm_judge=1 if judgment.label == "CORRECT" else 0, f1=scores.f1, bleu1=scores.bleu1,
-            reference=scores.reference))
-        await user.progress.bump(judged=1)
-        return StepOutcome(success=True)
+            reference=scores.reference), stage="judge", **ids)
+        if unsaved is None:
+            await user.progress.bump(judged=1)
+            return StepOutcome(success=True)
+    if error is None:  # judged, but the judgment could not be kept: not scored
+        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.reason)
     assert error is not None
     append_error(user.run, error)
     reason = (judgment.error_kind if judgment else None) or error.error_type

@@ -25,6 +25,7 @@ from prefect.runtime import flow_run
 import mobilemem_judge
 from mobilemem.config import Config, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
+from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, error_record, sanitize
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
@@ -39,6 +40,7 @@ from tasks.progress import UserProgress
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
             "pillow", "pydantic", "numpy")
 INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
+log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -63,7 +65,8 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     run = RunDir.for_output(output, config.model)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
-    loaded = load_dataset(dataset, users=users, limit_questions=limit_questions)
+    loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
+                          max_session_images=config.candidate.max_images)
     run.claim()  # last: a refused start leaves nothing behind
     return Plan(config, loaded, run, simulate, candidate, judge)
 
@@ -118,8 +121,21 @@ class _Sanitizing(logging.Filter):
         return True
 
 
+class _RunLog(logging.FileHandler):
+    """run.log; a line it cannot write (a full disk) is dropped, never a traceback on the console."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        pass
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:  # its last buffered lines did not fit on a full disk
+            pass
+
+
 def _run_log(run: RunDir) -> logging.Handler:
-    handler = logging.FileHandler(run.log, encoding="utf-8")
+    handler = _RunLog(run.log, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     handler.addFilter(_Sanitizing())
     for name in ("mobilemem", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs"):
@@ -149,6 +165,7 @@ def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> Run
         judge_model=build_chat_model(judge, config.judge),
         users=asyncio.Semaphore(config.user_concurrency), answers=asyncio.Semaphore(config.query_concurrency),
         judgments=asyncio.Semaphore(config.judge_concurrency),
+        disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         progress={u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions)) for u in plan.dataset.users},
         log_handler=_run_log(plan.run))
     register(context)
@@ -185,10 +202,27 @@ async def close_run(context: RunContext, state: RunState) -> None:
     await _cleanup(context.run, close_chat_model, context.judge_model)
     if os.environ.get(INJECT_CLEANUP_ERROR) == "1":
         await _cleanup(context.run, _injected_failure)
-    manifest = read_record(context.run.run, RunFile)
-    write_record(context.run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
+    try:
+        manifest = read_record(context.run.run, RunFile)
+        write_record(context.run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
+    except OSError as exc:  # a full disk: run.json keeps saying `running`; summarize says it is not alive
+        log.error("could not record the run's final state %s in run.json: %s", state, exc.strerror or exc)
     release(context.run)
     _drop_run_log(context.log_handler)
+
+
+def mark_stopped(run: RunDir) -> RunState:
+    """After the orchestration failed: run.json says so unless the work was done, and summary.json
+    covers what completed (when the disk lets it). Returns the run's final state."""
+    manifest = read_record(run.run, RunFile)
+    state: RunState = manifest.state if manifest.state != "running" else "interrupted_by_error"
+    try:
+        if manifest.state == "running":
+            write_record(run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
+        write_summary(run.root)
+    except OSError as exc:
+        log.error("could not record the stop in run.json / summary.json: %s", exc.strerror or exc)
+    return state
 
 
 def mark_interrupted(run: RunDir) -> None:

@@ -67,6 +67,7 @@ class Config(_Section):
     user_concurrency: int = Field(gt=0)
     query_concurrency: int = Field(gt=0)
     judge_concurrency: int = Field(gt=0)
+    min_free_disk_mb: int = Field(ge=0)  # below this, the run starts no new work (DESIGN §8)
     candidate: CandidatePreset
     judge: JudgePreset
 

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 
 ErrorStage = Literal["ingest", "index", "answer", "judge", "run", "cleanup"]
 GapStage = Literal["history", "index", "answer", "judge"]
-RunState = Literal["running", "completed", "interrupted"]
+RunState = Literal["running", "completed", "interrupted", "interrupted_by_error"]
 FinishedReason = Literal["completed", "exceed_max_iters", "interrupted"]
 Label = Literal["CORRECT", "WRONG"]
 DecidedBy = Literal["json", "embedded_json", "words"]  # which parsing step of the judge reply decided

@@ -7,6 +7,8 @@ JSONL files are appended one whole line per `write()` under one process-wide loc
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import re
 import tempfile
@@ -201,13 +203,27 @@ def append_line(path: Path, record: BaseModel) -> None:
     with _append_lock:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, data)
+            size = os.fstat(fd).st_size
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, "short write: no space left for the whole line")
+            except OSError:
+                os.ftruncate(fd, size)  # never leave half a line behind
+                raise
         finally:
             os.close(fd)
 
 
-def append_error(run: RunDir, line: ErrorLine) -> None:
-    append_line(run.cleanup_errors if line.stage == "cleanup" else run.errors, line)
+def append_error(run: RunDir, line: ErrorLine) -> bool:
+    """Record one error event; if even that cannot be written (a full disk), say so in the log and
+    go on: failing to record a failure must not fail anything else."""
+    try:
+        append_line(run.cleanup_errors if line.stage == "cleanup" else run.errors, line)
+    except OSError as exc:
+        logging.getLogger(__name__).error("could not record error %s (%s: %s): %s", line.id, line.stage,
+                                          line.error_type, exc.strerror or exc)
+        return False
+    return True
 
 
 def read_lines(path: Path, model: type[R]) -> list[R]:
