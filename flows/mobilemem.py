@@ -26,6 +26,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 
 if __name__ == "__main__" and not __package__:
@@ -43,9 +44,11 @@ from prefect.utilities.annotations import quote
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, describe, error_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import RunState, SummaryFile
+from mobilemem.process_guard import guard_descendants
+from mobilemem.records import RunFile, RunState, SummaryFile
 from mobilemem.rundir import RunDir, append_error, read_record
 from mobilemem.simulator import start_simulator
+from mobilemem.summary import liveness
 from tasks import run_setup
 from tasks.answer import answer_question, record_orphaned_questions, skip_question
 from tasks.context import RunContext, UserContext, lookup
@@ -189,7 +192,12 @@ def _summarize(argv: Sequence[str]) -> int:
     if not (run_dir / "run.json").is_file():
         print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
         return 1
-    print(_headline(run_dir, write_summary(run_dir)))
+    summary = write_summary(run_dir)
+    print(_headline(run_dir, summary))
+    why = liveness(read_record(RunDir(run_dir).run, RunFile), datetime.now(UTC), 3 * run_setup.HEARTBEAT_S + 30)
+    if why is not None:
+        print(f"mobilemem: the run in {run_dir} is not alive: {why}; its {summary.not_attempted} questions "
+              "without an outcome are reported as not attempted (status not_run)", file=sys.stderr)
     return 0
 
 
@@ -259,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Either way asyncio cancels every step on the way out, then the run is closed as interrupted.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    guard = guard_descendants()  # Prefect's embedded server must not outlive us, even after kill -9
     try:
         summary = asyncio.run(mobilemem(**params))
     except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
@@ -269,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _after_failure(plan.run, exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        guard.stop()
     print(_headline(plan.run.root, summary))
     if summary.state == "interrupted_by_error":
         print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "

@@ -35,6 +35,7 @@ class RunContext:
     disk: DiskGuard
     progress: dict[int, UserProgress] = field(default_factory=dict)
     log_handler: logging.Handler | None = None
+    heartbeat: asyncio.Task | None = None
 
     def scheduled(self, user_id: int) -> ScheduledUser:
         return next(u for u in self.dataset.users if u.user_id == user_id)

@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 import os
+import socket
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agent
             "pillow", "pydantic", "numpy")
 INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
 log = logging.getLogger(__name__)
+HEARTBEAT_S = 30.0
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -107,7 +109,8 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
         config=plan.config.model_dump(mode="json"), package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
-        prompt_sha256=frozen_hashes(), candidate=_candidate(plan.config), started_at=datetime.now(UTC), flow_run_id=flow_run.get_id(),
+        prompt_sha256=frozen_hashes(), candidate=_candidate(plan.config), started_at=datetime.now(UTC),
+        flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,
                                    difficulty=j.difficulty, gold=j.answer)
@@ -168,6 +171,7 @@ def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> Run
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         progress={u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions)) for u in plan.dataset.users},
         log_handler=_run_log(plan.run))
+    context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")
     register(context)
     gc.freeze()  # imports, config and dataset views are permanent: keep them out of every collection
     return context
@@ -178,6 +182,17 @@ async def _cleanup(run: RunDir, step, *args) -> None:
         await step(*args)
     except Exception as exc:
         append_error(run, error_record(exc, stage="cleanup"))
+
+
+async def _beat(run: RunDir) -> None:
+    """run.json's `heartbeat_at`, every HEARTBEAT_S while the run is alive (`summarize` reads it)."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        try:
+            manifest = read_record(run.run, RunFile)
+            write_record(run.run, manifest.model_copy(update={"heartbeat_at": datetime.now(UTC)}))
+        except OSError as exc:
+            log.warning("heartbeat not written: %s", exc.strerror or exc)
 
 
 async def open_user(context: RunContext, user_id: int) -> UserContext:
@@ -198,6 +213,8 @@ async def _injected_failure() -> None:
 
 async def close_run(context: RunContext, state: RunState) -> None:
     """Close the models (cleanup errors go to cleanup-errors.jsonl) and record the final state."""
+    if context.heartbeat is not None:
+        context.heartbeat.cancel()
     await _cleanup(context.run, close_chat_model, context.candidate_model)
     await _cleanup(context.run, close_chat_model, context.judge_model)
     if os.environ.get(INJECT_CLEANUP_ERROR) == "1":

@@ -105,6 +105,23 @@ async def test_tiny_context_triggers_counted_compression(ingested, sim, config, 
     assert response.iterations == sum(not r.compression for r in scope.requests)
 
 
+@pytest.mark.parametrize("kind", ["malformed", "http_500"])
+async def test_a_failed_compression_request_fails_the_answer(ingested, sim, config, copied_app, kind):
+    """AgentScope gives up on a failed compression and goes on; the answer it then reaches is
+    still a failed answer (a gap), never something to judge."""
+    preset = config.candidate.model_copy(update={"context_size": 3000})
+    model = build_chat_model(Endpoint.simulated("candidate", config, sim.base_url), preset)
+    sim.faults = [FaultRule(role="compression", contains="", kind=kind)]
+    try:
+        app, _ = await copied_app(preset=preset, model=model)
+        response = await answer_question(app, ingested.dataset.users[0].questions[0], preset)
+    finally:
+        await close_chat_model(model)
+    assert "compression" in [r.role for r in sim.requests]
+    expected = {"malformed": "malformed response", "http_500": "HTTP 500"}[kind]
+    assert not response.success and response.answer is None and response.error_kind == expected
+
+
 async def test_wall_clock_budget_interrupts(ingested, sim, config):
     sim.latency_s = 0.4
     preset = config.candidate.model_copy(update={"answer_timeout_s": 0.6})

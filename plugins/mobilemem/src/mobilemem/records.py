@@ -155,6 +155,9 @@ class RunFile(RecordBase):
     started_at: AwareDatetime
     finished_at: AwareDatetime | None = None
     flow_run_id: str | None = None
+    pid: int | None = Field(default=None, description="the runner's process id")
+    host: str | None = Field(default=None, description="the runner's host name")
+    heartbeat_at: AwareDatetime | None = Field(default=None, description="updated while the run is alive")
     simulated: bool
     state: RunState
     users: list[int] = Field(default_factory=list, description="the scheduled users")
@@ -338,3 +341,4 @@ class SummaryFile(RecordBase):
     gaps: dict[str, dict[str, int]] = Field(description="stage -> reason -> count")
     usage: UsageSummary
     cleanup_error_count: int
+    not_attempted: int = Field(default=0, description="selected questions with no outcome at all (status not_run)")

@@ -9,7 +9,10 @@ judge usage never counts. Unknown token totals stay null.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import Counter, defaultdict
+from datetime import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,5 +147,30 @@ def summarize_run(root: Path) -> tuple[SummaryFile, list[ResultLine]]:
         scored=sum(o.scored for o in outcomes), overall=_score(outcomes),
         by_language=_by(outcomes, lambda p: p.language), by_difficulty=_by(outcomes, lambda p: p.difficulty),
         gaps={stage: dict(sorted(reasons.items())) for stage, reasons in sorted(gaps.items())},
-        usage=_usage(run, plan, outcomes), cleanup_error_count=len(read_lines(run.cleanup_errors, ErrorLine)))
+        usage=_usage(run, plan, outcomes), cleanup_error_count=len(read_lines(run.cleanup_errors, ErrorLine)),
+        not_attempted=sum(o.status == "not_run" for o in outcomes))
     return summary, [_result(o) for o in outcomes]
+
+
+def liveness(plan: RunFile, now: datetime, stale_after_s: float) -> str | None:
+    """Why a run that says `running` is not alive (its process is gone, or its heartbeat stopped),
+    or None when it may still be running (or has ended)."""
+    if plan.state != "running":
+        return None
+    beat = plan.heartbeat_at or plan.started_at
+    where = f"pid {plan.pid} on {plan.host}, last heartbeat {beat.isoformat(timespec='seconds')}"
+    if plan.host == socket.gethostname() and plan.pid is not None and not _process_exists(plan.pid):
+        return f"its process is gone ({where})"
+    if (now - beat).total_seconds() > stale_after_s:
+        return f"its heartbeat stopped ({where})"
+    return None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,7 +1,8 @@
 """Answer one question with the plugin's `agentic_answer` job (DESIGN §4.3).
 
 The wall-clock budget `answer_timeout_s` bounds the whole job; exceeding it is an interrupted
-answer. An answer longer than `max_answer_bytes` is kept (and judged) cut to that size, marked
+answer. An answer one of whose requests failed (context compression included) is a failed
+answer, whatever the agent made of it. An answer longer than `max_answer_bytes` is kept (and judged) cut to that size, marked
 `truncated`, with its original size in `answer_bytes`. Iterations and a `length` finish are read from this answer's own observed requests (the
 caller's usage scope still accounts for all of them).
 """
@@ -43,9 +44,13 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
               "iterations": len(turns), "truncated": bool(turns) and turns[-1].finish_reason == "length",
               "tool_calls": [ToolCallRecord.model_validate(c) for c in metadata.get("tool_calls") or []],
               "trajectory_path": metadata.get("trajectory_path")}
+    failed = usage.failure_category(own.requests)
     if not response.success:
-        kind = "interrupted" if finished == "interrupted" else usage.failure_category(own.requests) or "failed"
+        kind = "interrupted" if finished == "interrupted" else failed or "failed"
         return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)
+    if failed is not None:  # e.g. a compression request AgentScope gave up on: nothing false is scored
+        return AnswerResponse(success=False, answer=None, error_kind=failed, **common,
+                              error=f"the answer was reached although one of its requests failed ({failed})")
     text, size = _capped(str(response.answer), preset.max_answer_bytes)
     if size is not None:
         common["truncated"] = True

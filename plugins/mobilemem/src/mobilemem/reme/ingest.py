@@ -17,6 +17,7 @@ from agentscope.message import Base64Source, DataBlock, Msg, TextBlock
 from pydantic import BaseModel, ConfigDict
 from reme.application import Application
 
+from mobilemem import usage
 from mobilemem.dataset import CandidateSession, CandidateTurn
 from mobilemem.images import image_for_model
 from mobilemem.models import raise_if_cancelled
@@ -69,9 +70,10 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
     states = _trajectories(app)
     before = set(states.glob("*.jsonl"))
     try:
-        async with asyncio.timeout(timeout_s) as budget:
-            response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
-                                         date=session.event_start_time[:10], include_images=True)
+        with usage.scope() as own:
+            async with asyncio.timeout(timeout_s) as budget:
+                response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
+                                             date=session.event_start_time[:10], include_images=True)
         if budget.expired():  # a library swallowed the budget's cancellation
             raise TimeoutError
     except TimeoutError:
@@ -81,6 +83,9 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
         raise_if_cancelled()  # the run is being interrupted: not a failure of this session
         return IngestResponse(success=False, answer="the memory agent's reply was interrupted",
                               error_kind="interrupted")
+    if response.success and (failed := usage.failure_category(own.requests)) is not None:
+        return IngestResponse(success=False, error_kind=failed,
+                              answer=f"the memory was written although one of its requests failed ({failed})")
     metadata = response.metadata
     log.debug("session %s: success=%s note=%s", session.session_id, response.success, metadata.get("path"))
     dumped = sorted(p.relative_to(states.parents[1]).as_posix() for p in set(states.glob("*.jsonl")) - before)
