@@ -11,7 +11,8 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem.records import SummaryFile
-from mobilemem.rundir import RunDir, write_bytes_atomic, write_record
+from mobilemem.errors import error_record
+from mobilemem.rundir import RunDir, append_error, write_bytes_atomic, write_record
 from mobilemem.summary import summarize_run
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,14 @@ async def finalize(run_dir: Path) -> SummaryFile:
         summary = summarize_run(run_dir)[0]
     try:
         await _artifacts(run_dir, summary)
-    except Exception as exc:  # the dashboard's view is bookkeeping: a lost API must not cost the results
+    except Exception as exc:  # the dashboard's view is bookkeeping: a lost API is a cleanup error, no more
         log.warning("the run's artifacts were not created: %s", type(exc).__name__)
+        append_error(RunDir(run_dir), error_record(exc, stage="cleanup"))
+        summary = summary.model_copy(update={"cleanup_error_count": summary.cleanup_error_count + 1})
+        try:
+            write_summary(run_dir)
+        except OSError:
+            pass
     return summary
 
 

@@ -3,26 +3,12 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 from conftest import MARKER
+from dataset_files import read_jsonl as _jsonl
+from dataset_files import refusal as _problems
+from dataset_files import write_jsonl as _write_jsonl
 from mobilemem.dataset import load_dataset
-from mobilemem.errors import DatasetError
 from mobilemem.images import image_for_model
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-
-
-def _problems(root: Path, **kwargs) -> list[str]:
-    with pytest.raises(DatasetError) as info:
-        load_dataset(root, **kwargs)
-    return info.value.problems
 
 
 def test_sample_loads_and_selects_only_visual_reasoning(sample_root):

@@ -8,7 +8,6 @@ problem lines `load_dataset` reports: one printable line each, all of them at on
 
 import base64
 import io
-import json
 import random
 import unicodedata
 from pathlib import Path
@@ -19,17 +18,11 @@ from PIL import Image
 
 from mobilemem.dataset import load_dataset
 from mobilemem.dataset_checks import MAX_MESSAGE_ID_CHARS, MAX_TURN_TEXT_CHARS, message_id
+from dataset_files import read_jsonl as _jsonl
+from dataset_files import write_jsonl as _write_jsonl
 from mobilemem.errors import DatasetError
 
 ALLOWED_PREFIXES = ("data.jsonl:", "questions.jsonl:", "image/", "--users:")
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
 
 
 def _problems(root: Path, **kwargs) -> list[str]:

@@ -221,3 +221,20 @@ def test_a_base_url_with_credentials_is_refused_in_one_line(sample_root, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "user:password@" in err and "urlpass-PLANTED" not in err
     assert not (tmp_path / "mobilemem").exists()
+
+
+def test_a_lost_prefect_api_after_the_work_is_a_cleanup_error_not_a_lost_run(sample_root, simulator, tmp_path,
+                                                                           monkeypatch):
+    from tasks import finalize
+
+    async def api_gone(*args, **kwargs):
+        raise ConnectionError("the Prefect API went away (injected)")
+
+    simulator.reset()
+    monkeypatch.setattr(finalize, "_artifacts", api_gone)
+    code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path / "out", "--users", "0")
+    simulator.reset()
+    assert code == 2
+    s = summary(run)
+    assert s.scored == 3 and s.cleanup_error_count == 1 and s.state == "completed"
+    assert "Prefect API went away" in run.cleanup_errors.read_text()
