@@ -42,7 +42,7 @@ from prefect.exceptions import TerminationSignal
 from prefect.utilities.annotations import quote
 
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
-from mobilemem.errors import ConfigError, DatasetError, MobilememError, describe, error_record
+from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunFile, RunState, SummaryFile
@@ -275,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
         return 130
     except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
-        return _after_failure(plan.run, exc)
+        return run_setup.after_failure(plan.run, exc, _headline)
     finally:
         signal.signal(signal.SIGTERM, previous)
         guard.stop()
@@ -286,22 +286,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     return 2 if summary.cleanup_error_count else 0
 
-
-def _after_failure(run: RunDir, exc: Exception) -> int:
-    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
-    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
-    if not run.run.exists():
-        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
-        return 1
-    append_error(run, error_record(exc, stage="cleanup"))
-    state = run_setup.mark_stopped(run)
-    if state == "completed":
-        print(_headline(run.root, read_record(run.summary, SummaryFile)))
-        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
-        return 2
-    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
-          file=sys.stderr)
-    return 3
 
 
 if __name__ == "__main__":

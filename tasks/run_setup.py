@@ -14,7 +14,8 @@ import logging
 import os
 import socket
 import subprocess
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -27,10 +28,10 @@ import mobilemem_judge
 from mobilemem.config import Config, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.disk import DiskGuard
-from mobilemem.errors import ConfigError, MobilememError, error_record, sanitize
+from mobilemem.errors import ConfigError, MobilememError, describe, error_record, sanitize
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState
+from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState, SummaryFile
 from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
@@ -250,3 +251,20 @@ def mark_interrupted(run: RunDir) -> None:
     if manifest.state == "running":
         write_record(run.run, manifest.model_copy(update={"state": "interrupted", "finished_at": datetime.now(UTC)}))
     write_summary(run.root)
+
+
+def after_failure(run: RunDir, exc: Exception, headline: Callable[[Path, SummaryFile], str]) -> int:
+    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
+    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
+    if not run.run.exists():
+        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
+        return 1
+    append_error(run, error_record(exc, stage="cleanup"))
+    state = mark_stopped(run)
+    if state == "completed":
+        print(headline(run.root, read_record(run.summary, SummaryFile)))
+        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
+        return 2
+    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
+          file=sys.stderr)
+    return 3
