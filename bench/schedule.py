@@ -1,8 +1,9 @@
 """The ideal schedule of an evaluation: the same DAG and limits, zero harness overhead.
 
 Per user (at most `users` at once, admitted in plan order): its sessions one after another, then
-every question's answer (at most `answers` in flight across all users) followed by its judgment
-(at most `judgments` in flight). Waiting steps are served first come, first served. A step that
+every question's answer followed by its judgment; a question holds one of `questions` slots
+(across all users) from the start of its answer to the end of its judgment, and at most
+`judgments` judgments are in flight. Waiting steps are served first come, first served. A step that
 made `n` model requests takes `n * latency` seconds. A user holds its slot from its first session
 to its last judgment. Discrete-event simulation; pure, no I/O.
 """
@@ -30,7 +31,7 @@ class UserWork:
 @dataclass(frozen=True)
 class Limits:
     users: int = 4
-    answers: int = 16
+    questions: int = 16  # answer + judgment of one question
     judgments: int = 16
 
 
@@ -51,7 +52,7 @@ def ideal_schedule(work: list[UserWork], latency: float, limits: Limits) -> Idea
     waiting_users = deque(range(len(work)))
     waiting_answers: deque[tuple[int, int]] = deque()
     waiting_judgments: deque[tuple[int, int]] = deque()
-    free = {"users": limits.users, "answers": limits.answers, "judgments": limits.judgments}
+    free = {"users": limits.users, "questions": limits.questions, "judgments": limits.judgments}
     left = [len(u.questions) for u in work]
     now = makespan = busy = last_answer = 0.0
     first_answer: float | None = None
@@ -65,9 +66,9 @@ def ideal_schedule(work: list[UserWork], latency: float, limits: Limits) -> Idea
             user = waiting_users.popleft()
             free["users"] -= 1
             at(now + sum(work[user].session_requests) * latency, "history", (user, -1))
-        while free["answers"] and waiting_answers:
+        while free["questions"] and waiting_answers:
             user, question = waiting_answers.popleft()
-            free["answers"] -= 1
+            free["questions"] -= 1
             duration = work[user].questions[question].answer_requests * latency
             busy += duration
             first_answer = now if first_answer is None else first_answer
@@ -79,6 +80,7 @@ def ideal_schedule(work: list[UserWork], latency: float, limits: Limits) -> Idea
 
     def question_done(user: int) -> None:
         nonlocal makespan
+        free["questions"] += 1
         left[user] -= 1
         if left[user] == 0:
             free["users"] += 1
@@ -90,10 +92,10 @@ def ideal_schedule(work: list[UserWork], latency: float, limits: Limits) -> Idea
         if kind == "history":
             waiting_answers.extend((user, q) for q in range(len(work[user].questions)))
             if not work[user].questions:
+                free["questions"] -= 1  # question_done gives back a slot this user never took
                 left[user] = 1
                 question_done(user)
         elif kind == "answered":
-            free["answers"] += 1
             last_answer = max(last_answer, now)
             if work[user].questions[question].judge_requests:
                 waiting_judgments.append((user, question))

@@ -4,12 +4,14 @@
     python -m flows.mobilemem --dataset PATH --output PATH [options]
     python flows/mobilemem.py summarize RUN_DIR
 
-`mobilemem` (parent flow) → one `mobilemem-user` subflow per scheduled user, at most
-`user_concurrency` at once; inside, on the user's own ReMe application (opened before the first
-session, closed after the last question), the chronological chain of `ingest_session` tasks (a
-failure ends it), `build_index`, then per question `answer_question` → `judge_answer`, with at most
-`query_concurrency` answers and `judge_concurrency` judgments in flight across all users.
-Failures are gap records; the flow always finishes with `finalize` (summary.json, results.jsonl).
+`mobilemem` (parent flow, named `<model>-<UTC start>`) → one `mobilemem-user` subflow per
+scheduled user (`user-<id>`), at most `user_concurrency` at once; inside, on the user's own ReMe
+application (opened before the first session, closed after the last question), the chronological
+chain of `ingest_session` tasks (a failure ends it), `build_index`, then per question
+`answer_question` → `judge_answer` (or `skip_question` when the history or index failed). A
+question holds one of `query_concurrency` slots from the start of its answer to the end of its
+judgment, across all users; `judge_concurrency` caps the judgments alone. A failed step is a Failed
+task run and a gap record; the flow always finishes with `finalize` (summary.json, results.jsonl).
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
 Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 3 stopped by an error (a full disk,
@@ -37,11 +39,14 @@ if __name__ == "__main__" and not __package__:
 
     raise SystemExit(main())
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
+from prefect.runtime import flow_run
+from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
+from mobilemem.config import load_config
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.process_guard import guard_descendants
@@ -56,6 +61,7 @@ from tasks.finalize import finalize, write_summary
 from tasks.index import build_index
 from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
+from tasks.outcome import run_step
 
 
 NOT_RUN = ("not_run", "the run stopped starting new work", None)
@@ -64,12 +70,13 @@ NOT_RUN = ("not_run", "the run stopped starting new work", None)
 async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
     """Ingest the sessions in order and build the index; the gap that blocks the questions, if any."""
     for session in sessions:
-        outcome = await ingest_session(quote(session), quote(user))
+        outcome = await run_step(ingest_session, quote(session), quote(user))
         if outcome.not_run:
             return NOT_RUN
         if not outcome.success:
+            user.progress.set_index("skipped")
             return "history", f"ingest failed: {outcome.reason}", outcome.error_id
-    outcome = await build_index(quote(user))
+    outcome = await run_step(build_index, quote(user))
     if outcome.not_run:
         return NOT_RUN
     if not outcome.success:
@@ -82,14 +89,14 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
     if blocked == NOT_RUN:  # the run stopped starting new work: the question is not attempted
         return
     if blocked is not None:
-        await skip_question(job, user, *blocked)
+        await run_step(skip_question, quote(job), quote(user), *blocked)
         return
-    async with context.answers:
-        answered = await answer_question(quote(job), quote(user))
-    if answered.success:
-        async with context.judgments:
-            await judge_answer(quote(context.dataset.judge_questions[job.question_id]), answered.answer or "",
-                               quote(user))
+    async with context.questions:  # one slot from the start of the answer to the end of its judgment
+        answered = await run_step(answer_question, quote(job), quote(user))
+        if answered.success:
+            async with context.judgments:
+                await run_step(judge_answer, quote(context.dataset.judge_questions[job.question_id]),
+                               answered.answer or "", quote(user))
 
 
 @flow(name="mobilemem-user", retries=0, flow_run_name="user-{user_id}", persist_result=False)
@@ -101,10 +108,10 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     async with context.users:
         user = await run_setup.open_user(context, user_id)  # the user's ReMe application
         try:
-            await user.progress.start()
+            await context.dashboard.open_user(user_id)
             blocked = await _history(scheduled.sessions, user)
             await asyncio.gather(*(_question(context, user, job, blocked) for job in scheduled.questions))
-            await user.progress.finish()
+            user.progress.finish()
         finally:
             await run_setup.close_user(user)
     return {"answered": user.progress.answered, "judged": user.progress.judged, "gaps": user.progress.gaps}
@@ -125,19 +132,35 @@ async def _user(context: RunContext, user_id: int) -> None:
         record_orphaned_questions(context, user_id, error)
 
 
-@flow(name="mobilemem", retries=0, persist_result=False)
+def _run_name() -> str:
+    """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`."""
+    parameters = flow_run.parameters
+    model = parameters.get("model")
+    if not model:
+        try:
+            model = load_config(parameters.get("config")).model
+        except ConfigError:
+            model = "mobilemem"
+    return f"{model}-{datetime.now(UTC):%Y%m%d-%H%M}"
+
+
+@flow(name="mobilemem", retries=0, persist_result=False, flow_run_name=_run_name)
 async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_concurrency: int | None = None,
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
-                    limit_questions: int | None = None, simulate: bool = False) -> SummaryFile:
+                    limit_questions: int | None = None, simulate: bool = False) -> SummaryFile | State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
             "query_concurrency": query_concurrency, "config": config, "users": users,
             "limit_questions": limit_questions, "simulate": simulate}
     overrides = {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency}
-    plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate)
+    try:
+        plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate)
+    except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
+        get_run_logger().error("refused to start: %s", exc)
+        return Failed(message=f"refused to start: {exc}")
     with ExitStack() as stack:
         url = stack.enter_context(start_simulator(keep_log=False)).base_url if simulate else None
-        context = run_setup.open_run(plan, args, url)
+        context = await run_setup.open_run(plan, args, url)
         state: RunState = "interrupted"
         try:
             await asyncio.gather(*(_user(context, u.user_id) for u in plan.dataset.users))
@@ -174,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
     parser.add_argument("--user-concurrency", type=_positive, help="users evaluated at once (default 4)")
     parser.add_argument("--query-concurrency", type=_positive,
-                        help="answer agents in flight across all users (default 16)")
+                        help="questions in flight across all users, answer start to judgment end (default 16)")
     parser.add_argument("--config", type=Path, help="YAML file deep-merged over the defaults")
     parser.add_argument("--users", type=_user_ids, help="only these user ids, comma-separated")
     parser.add_argument("--limit-questions", type=_positive,
@@ -225,8 +248,13 @@ EMBEDDED_SERVER_QUIET = {f"PREFECT_SERVER_{name}": "false" for name in (
 CLIENT_PATIENCE = {"PREFECT_CLIENT_MAX_RETRIES": "10"}
 
 
+def _not_run_logs(record: logging.LogRecord) -> bool:
+    return not record.name.startswith(("prefect.flow_runs", "prefect.task_runs"))
+
+
 def _console_logging() -> None:
-    """One compact progress line per change on stderr; Prefect's own console logs only warnings."""
+    """One compact progress line per change on stderr. The flow and task runs' own logs (a failed
+    step's state among them) go to the Prefect API and run.log, not to the console."""
     progress = logging.getLogger("mobilemem.progress")
     if not any(getattr(h, "mobilemem_console", False) for h in progress.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -234,8 +262,14 @@ def _console_logging() -> None:
         handler.mobilemem_console = True  # type: ignore[attr-defined]
         progress.addHandler(handler)
     logging.getLogger("mobilemem").propagate = False  # run.log still gets it (run_setup)
-    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "as"):
+    for handler in logging.getLogger().handlers:
+        if _not_run_logs not in handler.filters:
+            handler.addFilter(_not_run_logs)
+    for name in ("prefect", "prefect.task_runs", "as"):  # a task run logs a warning or a failure, not each success
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in ("EventsWorker", "APILogWorker"):  # "still processing items" while they drain at exit
+        logging.getLogger(name).setLevel(logging.ERROR)
+    logging.getLogger("prefect.flow_runs").setLevel(logging.INFO)
 
 
 def _terminate(signum: int, _frame: object) -> None:

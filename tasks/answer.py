@@ -1,6 +1,7 @@
 """Prefect task `answer_question`: one fresh answer agent; writes `job.json`, `answer-response.json`
-and, for a gap, `error.json` plus one `errors.jsonl` line. `skip_question` records a question that
-cannot be answered because its user's history or index failed."""
+and, for a gap, `error.json` plus one `errors.jsonl` line (the task run ends Failed). Task
+`skip_question` records a question that cannot be answered because its user's history or index
+failed (its task run ends in the state "History gap" / "Index gap")."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mobilemem.records import AnswerResponseFile, ErrorFile, ErrorLine, GapStage
 from mobilemem.reme import answer
 from mobilemem.rundir import append_error, write_record
 from tasks.context import RunContext, UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, record_gap, save
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, question_files, record_gap, reports_state, save
 
 
 def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
@@ -27,17 +28,29 @@ def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
                 stage="answer", user_id=job.user_id, question_id=job.question_id)
 
 
+@task(name="skip_question", retries=0, task_run_name="skip-{job.question_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+@reports_state
 async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
                         error_id: str | None) -> StepOutcome:
     write_job(job, user)
-    return await record_gap(user, job.question_id, stage, reason, error_id)
+    outcome = await record_gap(user, job.question_id, stage, reason, error_id)
+    question_files(user, job.question_id, "skipped question")
+    return outcome
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
+@reports_state
 async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
+    outcome = await _answer(job, user)
+    question_files(user, job.question_id, "answer to")
+    return outcome
+
+
+async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
         return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
     paths = user.run.user(user.user_id).question(job.question_id)
@@ -58,7 +71,7 @@ async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutc
         response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
         error_id=error.id if error else None), stage="answer", **ids)
     if error is None and unsaved is None:
-        await user.progress.bump(answered=1)
+        user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")
     if error is None:  # answered, but the answer could not be kept: it is not judged
         return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)

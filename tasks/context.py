@@ -1,4 +1,4 @@
-"""What the tasks of one run share in this process: models, limits, dataset views, progress.
+"""What the tasks of one run share in this process: models, limits, dataset views, the dashboard.
 
 A run's `RunContext` is registered under its run directory by the parent flow; subflows receive
 only the run directory (flow parameters must stay small and serializable) and look it up here.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentscope.model import ChatModelBase
@@ -19,7 +19,7 @@ from mobilemem.config import Config
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.rundir import RunDir
-from tasks.progress import UserProgress
+from tasks.dashboard import Dashboard, UserProgress
 
 
 @dataclass
@@ -30,10 +30,10 @@ class RunContext:
     candidate_model: ChatModelBase
     judge_model: ChatModelBase
     users: asyncio.Semaphore
-    answers: asyncio.Semaphore
-    judgments: asyncio.Semaphore
+    questions: asyncio.Semaphore  # held from the start of a question's answer to the end of its judgment
+    judgments: asyncio.Semaphore  # an additional cap on judgments alone
     disk: DiskGuard
-    progress: dict[int, UserProgress] = field(default_factory=dict)
+    dashboard: Dashboard
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
 
@@ -53,6 +53,7 @@ class UserContext:
     candidate_model: ChatModelBase
     judge_model: ChatModelBase
     progress: UserProgress
+    dashboard: Dashboard
     disk: DiskGuard
 
 
@@ -75,4 +76,5 @@ def user_context(context: RunContext, user_id: int, app: Application) -> UserCon
     return UserContext(run=context.run, user_id=user_id, app=app,
                        dataset_root=context.dataset.root, config=context.config,
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
-                       progress=context.progress[user_id], disk=context.disk)
+                       progress=context.dashboard.progress[user_id], dashboard=context.dashboard,
+                       disk=context.disk)

@@ -10,10 +10,11 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem.records import SummaryFile
 from mobilemem.errors import error_record
-from mobilemem.rundir import RunDir, append_error, write_bytes_atomic, write_record
+from mobilemem.records import RunFile, SummaryFile
+from mobilemem.rundir import RunDir, append_error, read_record, write_bytes_atomic, write_record
 from mobilemem.summary import summarize_run
+from tasks.dashboard import RunIdentity
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,12 @@ async def _artifacts(run_dir: Path, summary: SummaryFile) -> None:
               "f1": _fmt(s.f1), "bleu1": _fmt(s.bleu1)}
              for kind, groups in (("language", summary.by_language), ("difficulty", summary.by_difficulty))
              for name, s in groups.items()]
-    await acreate_table_artifact(table=rows, key="mobilemem-scores", description=f"scores of {run_dir}")
-    run = RunDir(run_dir)
-    files = "\n".join(f"- `{p}`" for p in (run.run, run.summary, run.results, run.errors, run.log))
+    manifest = read_record(RunDir(run_dir).run, RunFile)
+    identity = RunIdentity.of(manifest)
+    await acreate_table_artifact(table=rows, key=identity.key("scores"), description=identity.describe("scores"))
+    entries = sorted(Path(run_dir).iterdir())
+    files = "\n".join(f"- [`{p.name}{'/' if p.is_dir() else ''}`]({p.resolve().as_uri()})" for p in entries)
     await acreate_markdown_artifact(
-        markdown=f"# mobilemem run\n\nRun directory: `{run_dir}`\n\n{files}\n\nGaps: {summary.gaps or 'none'}\n",
-        key="mobilemem-run", description="where the run's files are")
+        markdown=f"# mobilemem run {identity.run_id}\n\nModel `{identity.model}`, run directory `{run_dir}`:\n\n"
+                 f"{files}\n\nScored {summary.scored}/{summary.expected}; gaps: {summary.gaps or 'none'}\n",
+        key=identity.key("run"), description=identity.describe("the run directory's files"))

@@ -1,5 +1,6 @@
 """Prefect task `build_index`: ReMe's `index_update` + `digest_update` (BM25 over the user's memory);
-writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost) last."""
+writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost) last.
+A failed build ends its task run Failed."""
 
 from __future__ import annotations
 
@@ -15,14 +16,25 @@ from mobilemem.reme import app as reme_app
 from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
 from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, save
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state, save
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
       persist_result=False)
+@reports_state
 async def build_index(user: UserContext) -> StepOutcome:
     if user.disk.stopped():
+        user.progress.set_index("not run")
         return NOT_RUN
+    user.progress.set_index("building")
+    outcome = await _build(user)
+    user.progress.set_index("built" if outcome.success else "failed")
+    paths = user.run.user(user.user_id)
+    user.dashboard.task_files(f"index of user {user.user_id}", [paths.index_response, paths.memory_usage])
+    return outcome
+
+
+async def _build(user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id)
     started = datetime.now(UTC)
     try:
@@ -35,7 +47,7 @@ async def build_index(user: UserContext) -> StepOutcome:
         save(user, paths.index_response, IndexResponseFile(
             started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
             error_id=error.id, error=error.reason), stage="index", user_id=user.user_id)
-        return StepOutcome(success=False, reason=error.error_type, error_id=error.id)
+        return StepOutcome(success=False, reason=error.error_type, error_id=error.id, detail=error.reason)
     unsaved = save(user, paths.index_response, IndexResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
         documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds),
@@ -46,5 +58,5 @@ async def build_index(user: UserContext) -> StepOutcome:
             user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests)),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
-        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id)
+        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.reason)
     return StepOutcome(success=True)

@@ -1,4 +1,5 @@
-"""Prefect task `ingest_session`: one session into the user's ReMe memory; writes `sessions/<sid>.json`."""
+"""Prefect task `ingest_session`: one session into the user's ReMe memory; writes `sessions/<sid>.json`.
+A failed session ends its task run Failed (the reason as its message)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from mobilemem.records import SessionFile
 from mobilemem.reme import ingest
 from mobilemem.rundir import append_error
 from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, save
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state, save
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
       persist_result=False)
+@reports_state
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
@@ -41,7 +43,8 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
     if error is not None:
         append_error(user.run, error)
         user.disk.probe()
-    unsaved = save(user, user.run.user(user.user_id).session(session.session_id), SessionFile(
+    record = user.run.user(user.user_id).session(session.session_id)
+    unsaved = save(user, record, SessionFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
         success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
         answer=response.answer if response else None,
@@ -50,8 +53,13 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
         stage="ingest", **ids)
     if unsaved is not None:  # a session without its record is a failed session: the history ends here
         error, kind = unsaved, WRITE_ERROR
-    await user.progress.bump(ingested=1 if error is None else 0)
+    if error is None:
+        user.progress.bump(ingested=1)
+    else:
+        user.progress.bump(failed_sessions=1)
+    user.dashboard.task_files(f"session {session.session_id} of user {user.user_id}", [record])
     # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
     # collection here they pile up between rare full collections (bench/README.md, peak RSS).
     gc.collect()
-    return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None)
+    return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None,
+                       detail=error.reason if error else None)

@@ -1,5 +1,6 @@
 """Prefect task `judge_answer`: the isolated judge labels one answer; writes `judgment.json` and, when
-scored, `metrics.json`; a failed or unparseable judgment is a `judge` gap (`error.json`)."""
+scored, `metrics.json`; a failed or unparseable judgment is a `judge` gap (`error.json`) and ends
+its task run Failed."""
 
 from __future__ import annotations
 
@@ -17,14 +18,21 @@ from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
 from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, record_gap, save
+from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, question_files, record_gap, reports_state, save
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
+@reports_state
 async def judge_answer(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
+    outcome = await _judge(question, prediction, user)
+    question_files(user, question.question_id, "judgment of")
+    return outcome
+
+
+async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id).question(question.question_id)
     ids = {"user_id": question.user_id, "question_id": question.question_id}
     started, judgment, error = datetime.now(UTC), None, None
@@ -52,7 +60,7 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
             llm_judge=1 if judgment.label == "CORRECT" else 0, f1=scores.f1, bleu1=scores.bleu1,
             reference=scores.reference), stage="judge", **ids)
         if unsaved is None:
-            await user.progress.bump(judged=1)
+            user.progress.bump(judged=1)
             return StepOutcome(success=True)
     if error is None:  # judged, but the judgment could not be kept: not scored
         return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.reason)

@@ -37,7 +37,7 @@ from mobilemem.reme import app as reme_app
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from tasks.context import RunContext, UserContext, register, release, user_context
 from tasks.finalize import write_summary
-from tasks.progress import UserProgress
+from tasks.dashboard import Dashboard, RunIdentity, UserProgress
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
             "pillow", "pydantic", "numpy")
@@ -122,6 +122,8 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
 class _Sanitizing(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = sanitize(record.getMessage()), None
+        if record.exc_info and record.exc_info[0] is None:  # Prefect's failed-state lines log exc_info=True
+            record.exc_info = None
         return True
 
 
@@ -154,24 +156,27 @@ def _drop_run_log(handler: logging.Handler) -> None:
     handler.close()
 
 
-def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> RunContext:
+async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> RunContext:
     config = plan.config
     candidate = plan.candidate or Endpoint.simulated("candidate", config, simulator_url or "")
     judge = plan.judge or Endpoint.simulated("judge", config, simulator_url or "")
     for empty in (plan.run.errors, plan.run.cleanup_errors):
         empty.touch()
-    write_record(plan.run.run, _manifest(plan, args))
+    manifest = _manifest(plan, args)
+    write_record(plan.run.run, manifest)
     plan.run.release_claim()
     write_record(plan.run.judge_settings, mobilemem_judge.judge_settings(config.judge, judge))
     context = RunContext(
         run=plan.run, dataset=plan.dataset, config=config,
         candidate_model=build_chat_model(candidate, config.candidate),
         judge_model=build_chat_model(judge, config.judge),
-        users=asyncio.Semaphore(config.user_concurrency), answers=asyncio.Semaphore(config.query_concurrency),
+        users=asyncio.Semaphore(config.user_concurrency), questions=asyncio.Semaphore(config.query_concurrency),
         judgments=asyncio.Semaphore(config.judge_concurrency),
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
-        progress={u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions)) for u in plan.dataset.users},
+        dashboard=Dashboard(RunIdentity.of(manifest), {u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions))
+                                                 for u in plan.dataset.users}),
         log_handler=_run_log(plan.run))
+    await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")
     register(context)
     gc.freeze()  # imports, config and dataset views are permanent: keep them out of every collection
@@ -225,6 +230,7 @@ async def close_run(context: RunContext, state: RunState) -> None:
         write_record(context.run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
     except OSError as exc:  # a full disk: run.json keeps saying `running`; summarize says it is not alive
         log.error("could not record the run's final state %s in run.json: %s", state, exc.strerror or exc)
+    await context.dashboard.close()
     release(context.run)
     _drop_run_log(context.log_handler)
 

@@ -11,7 +11,6 @@ from prefect.client.orchestration import get_client
 
 from conftest import ROOT
 from e2e.runs import API_KEY, errors, run_cli, summary
-from mobilemem.dataset import load_dataset
 from mobilemem.records import (
     AnswerResponseFile,
     ErrorFile,
@@ -21,41 +20,13 @@ from mobilemem.records import (
     RunFile,
     SessionFile,
 )
-from mobilemem.reme import app as reme_app
 from mobilemem.rundir import read_lines, read_record
-from mobilemem.simulator import FaultRule
 
 sys.path.insert(0, str(ROOT / "examples"))
 from generate_sample import generate  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def faulty_run(sample_root, simulator, tmp_path_factory):
-    """Every stage fails once: user 1's session 1_2 (HTTP 500), user 2's index build (an exception),
-    one answer of user 0 (HTTP 401 quoting the API key back) and one judgment of user 0 (no label).
-    Cleaning up fails too."""
-    dataset = load_dataset(sample_root)
-    answer_q, judge_q = dataset.users[0].questions[1], dataset.users[0].questions[2]
-    simulator.reset()
-    simulator.faults = [FaultRule(role="ingest", contains="session_id=1_2 date=", kind="http_500"),
-                        FaultRule(role="answer", contains=answer_q.question, kind="http_401_echo"),
-                        FaultRule(role="judge", contains=judge_q.question, kind="empty_reply")]
-    real_build = reme_app.build_index
-
-    async def failing_build(app):
-        if app.config.workspace_dir.endswith("/2/workspace"):
-            raise OSError("disk full while writing the index (injected)")
-        return await real_build(app)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MOBILEMEM_INJECT_CLEANUP_ERROR", "1")
-        mp.setattr(reme_app, "build_index", failing_build)
-        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
-    requests = simulator.requests
-    simulator.reset()
-    return code, run, requests, answer_q, judge_q
 
 
 def test_cleanup_error_gives_exit_2_and_keeps_the_results(faulty_run):

@@ -1,0 +1,193 @@
+"""What the Prefect dashboard shows of a run: live progress tables, the progress lines in the flow
+runs' logs, and one artifact per task run linking the run-directory files it wrote.
+
+Everything here is bookkeeping: best effort, off the evaluation's critical path, never a reason
+for a step to fail or wait. Counters change in the tasks (no I/O); one background publisher per
+run pushes the changed tables every PUBLISH_EVERY_S. Every key and description carries the run's
+identity (model and parent flow-run id), so parallel evaluations never overwrite each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from uuid import UUID
+
+from prefect.artifacts import MarkdownArtifact, TableArtifact, acreate_table_artifact
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import ArtifactUpdate
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.logging.handlers import APILogHandler
+
+from mobilemem.records import RunFile
+
+console = logging.getLogger("mobilemem.progress")
+log = logging.getLogger(__name__)
+PUBLISH_EVERY_S = 2.0  # each table update is one database write on the Prefect server
+IndexStatus = Literal["waiting", "building", "built", "failed", "skipped", "not run"]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    model: str
+    run_id: str  # the parent flow run's id
+
+    @classmethod
+    def of(cls, manifest: RunFile) -> RunIdentity:
+        return cls(model=str(manifest.config["model"]), run_id=manifest.flow_run_id or "no-flow-run")
+
+    def key(self, name: str) -> str:
+        """An artifact key (Prefect allows lowercase letters, digits and dashes)."""
+        slug = re.sub(r"[^a-z0-9]+", "-", f"mobilemem-{self.model}-{self.run_id[:8]}-{name}".lower())
+        return slug.strip("-")
+
+    def describe(self, what: str) -> str:
+        return f"{what} ({self.model}, run {self.run_id})"
+
+
+@dataclass
+class UserProgress:
+    user_id: int
+    sessions: int
+    questions: int
+    ingested: int = 0
+    failed_sessions: int = 0
+    index: IndexStatus = "waiting"
+    answered: int = 0
+    judged: int = 0
+    gaps: int = 0
+    finished: bool = False
+    version: int = 0  # bumped on every change; the publisher compares it
+    log_to: dict[str, str] = field(default_factory=dict)  # the flow run whose log gets the lines
+
+    def line(self) -> str:
+        failed = f" ({self.failed_sessions} failed)" if self.failed_sessions else ""
+        done = " - finished" if self.finished else ""
+        return (f"user {self.user_id}: sessions {self.ingested}/{self.sessions}{failed}, index {self.index}, "
+                f"answered {self.answered}/{self.questions}, judged {self.judged}/{self.questions}, "
+                f"gaps {self.gaps}{done}")
+
+    def row(self) -> dict[str, object]:
+        return {"user": self.user_id, "sessions ingested": f"{self.ingested}/{self.sessions}",
+                "sessions failed": self.failed_sessions, "index": self.index,
+                "answered": f"{self.answered}/{self.questions}", "judged": f"{self.judged}/{self.questions}",
+                "gaps": self.gaps, "status": "finished" if self.finished else "running", "line": self.line()}
+
+    def _changed(self) -> None:
+        self.version += 1
+        console.info(self.line(), extra=self.log_to)  # stderr, run.log and (APILogHandler) the run's log
+
+    def bump(self, **counts: int) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+        self._changed()
+
+    def set_index(self, status: IndexStatus) -> None:
+        self.index = status
+        self._changed()
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed()
+
+
+@dataclass
+class Dashboard:
+    identity: RunIdentity
+    progress: dict[int, UserProgress]
+    _tables: dict[str, tuple[UUID, int]] = field(default_factory=dict)  # key → (artifact id, version shown)
+    _publisher: asyncio.Task | None = None
+    _pending: set[asyncio.Task] = field(default_factory=set)
+    _api_log: logging.Handler | None = None
+
+    async def open_run(self) -> None:
+        """In the parent flow: the all-users table, the publisher, and the progress lines into its log
+        (the log `prefect deployment run --watch` follows), whichever subflow's task changed them."""
+        self._api_log = APILogHandler()
+        console.addHandler(self._api_log)
+        if TaskRunContext.get() is None and (run := FlowRunContext.get()) is not None:
+            for progress in self.progress.values():
+                progress.log_to = {"flow_run_id": str(run.flow_run.id)}
+        await self._create_table("users", self._all_rows(), self._version(), "progress of every user")
+        self._publisher = asyncio.get_running_loop().create_task(self._publish_forever(),
+                                                                 name="mobilemem-dashboard")
+
+    async def open_user(self, user_id: int) -> None:
+        """In the user's subflow (the table belongs to it)."""
+        progress = self.progress[user_id]
+        await self._create_table(f"user-{user_id}", [progress.row()], progress.version, f"progress of user {user_id}")
+
+    def task_files(self, title: str, paths: list[Path]) -> None:
+        """A markdown artifact on the current task run listing the files it wrote (created in the background)."""
+        context = TaskRunContext.get()
+        if context is None:
+            return
+        lines = "\n".join(f"- [`{p.name}`]({p.resolve().as_uri()}) `{p}`" for p in paths if p.exists())
+        artifact = MarkdownArtifact(
+            markdown=f"### {title}\n\n{lines or 'no file was written'}\n",
+            description=self.identity.describe(title), task_run_id=context.task_run.id,
+            flow_run_id=context.task_run.flow_run_id)
+        self._background(artifact.acreate())
+
+    async def close(self) -> None:
+        """The final tables and every pending task artifact, then stop; nothing here raises."""
+        if self._publisher is not None:
+            self._publisher.cancel()
+        await self._publish()
+        if self._pending:
+            await asyncio.wait(self._pending, timeout=30)
+        if self._api_log is not None:
+            console.removeHandler(self._api_log)
+            try:
+                await APILogHandler.aflush()
+            except Exception as exc:
+                log.debug("progress lines not flushed: %s", type(exc).__name__)
+
+    def _all_rows(self) -> list[dict[str, object]]:
+        return [p.row() for p in self.progress.values()]
+
+    def _version(self) -> int:
+        return sum(p.version for p in self.progress.values())
+
+    async def _create_table(self, name: str, rows: list[dict[str, object]], version: int, what: str) -> None:
+        key = self.identity.key(name)
+        try:
+            artifact_id = await acreate_table_artifact(table=rows, key=key, description=self.identity.describe(what))
+        except Exception as exc:  # the API may be unreachable; the evaluation goes on
+            log.debug("artifact %s not created: %s", key, type(exc).__name__)
+            return
+        self._tables[key] = (artifact_id, version)
+
+    async def _publish_forever(self) -> None:
+        while True:
+            await asyncio.sleep(PUBLISH_EVERY_S)
+            await self._publish()
+
+    async def _publish(self) -> None:
+        wanted = {self.identity.key("users"): (self._version(), self._all_rows())}
+        wanted |= {self.identity.key(f"user-{u}"): (p.version, [p.row()]) for u, p in self.progress.items()}
+        try:
+            async with get_client() as client:
+                for key, (version, rows) in wanted.items():
+                    if key in self._tables and self._tables[key][1] != version:
+                        artifact_id = self._tables[key][0]
+                        data = await TableArtifact(table=rows).aformat()
+                        await client.update_artifact(artifact_id, ArtifactUpdate(data=data))
+                        self._tables[key] = (artifact_id, version)
+        except Exception as exc:
+            log.debug("progress tables not updated: %s", type(exc).__name__)
+
+    def _background(self, coroutine) -> None:
+        async def guarded() -> None:
+            try:
+                await coroutine
+            except Exception as exc:
+                log.debug("artifact not created: %s", type(exc).__name__)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
