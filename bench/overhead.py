@@ -27,8 +27,15 @@ from schedule import Limits, QuestionWork, UserWork, ideal_schedule
 sys.path.insert(0, str(ROOT))
 
 from mobilemem.config import load_config  # noqa: E402
-from mobilemem.records import AnswerResponseFile, JudgmentFile, RunFile, SessionFile  # noqa: E402
-from mobilemem.rundir import RunDir, read_record  # noqa: E402
+from mobilemem.records import (  # noqa: E402
+    AnswerResponseFile,
+    ErrorLine,
+    JudgmentFile,
+    RunFile,
+    SessionFile,
+    SummaryFile,
+)
+from mobilemem.rundir import RunDir, read_lines, read_record  # noqa: E402
 
 TARGET_RATIO, TARGET_CPU_MS = 1.10, 20.0
 
@@ -85,7 +92,10 @@ def measure(processes: Processes, dataset: Path, latency: float, api: str, serve
     ideal = ideal_schedule(work_of(run), latency, Limits(config.user_concurrency, config.query_concurrency,
                                                          config.judge_concurrency))
     questions = len(read_record(run.run, RunFile).questions)
-    return {"latency_s": latency, "requests": len(log), "questions": questions, "measured_makespan_s": measured,
+    summary = read_record(run.summary, SummaryFile)
+    lost = [f"user {e.user_id}: {e.reason}" for e in read_lines(run.errors, ErrorLine) if e.stage == "run"]
+    return {"latency_s": latency, "run_dir": str(run.root), "scored": summary.scored, "expected": summary.expected,
+            "gaps": summary.gaps, "orchestration_errors": lost, "requests": len(log), "questions": questions, "measured_makespan_s": measured,
             "ideal_makespan_s": ideal.makespan, "makespan_ratio": measured / ideal.makespan if ideal.makespan else None,
             "answer_concurrency": answer_concurrency(log, run), "ideal_answer_concurrency": ideal.mean_answer_concurrency,
             "runner_wall_s": stats.wall_s, "runner_cpu_s": stats.cpu_s, "runner_peak_rss_mb": stats.peak_rss_mb,
@@ -96,7 +106,10 @@ def measure(processes: Processes, dataset: Path, latency: float, api: str, serve
 def report(results: list[dict]) -> str:
     lines = []
     for r in results:
-        lines.append(f"latency {r['latency_s']:g} s: {r['requests']} requests, {r['questions']} questions")
+        lines.append(f"latency {r['latency_s']:g} s: {r['requests']} requests, {r['questions']} questions, "
+                     f"scored {r['scored']}/{r['expected']} (run directory {r['run_dir']}, kept)")
+        lines += [f"  gaps {r['gaps']}"] if r["gaps"] else []
+        lines += [f"  orchestration error, {reason}" for reason in r["orchestration_errors"]]
         if r["latency_s"] > 0:
             target = f"target <= {TARGET_RATIO}: {'met' if r['makespan_ratio'] <= TARGET_RATIO else 'MISSED'}" \
                 if r["latency_s"] >= 1 else "no target"

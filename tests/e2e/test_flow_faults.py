@@ -156,6 +156,11 @@ def test_concurrency_limits_hold_across_users(simulator, tmp_path, monkeypatch):
                for q in manifest.questions]
     answer_peak = _max_overlap([(a.started_at, a.finished_at) for a in answers])
     assert 4 < answer_peak <= 16
+    judgments = [read_record(run.user(q.user_id).question(q.question_id).judgment, JudgmentFile)
+                 for q in manifest.questions]
+    # one slot per question from the start of its answer to the end of its judgment: 16, not 16 + 16
+    question_peak = _max_overlap([(a.started_at, j.finished_at) for a, j in zip(answers, judgments)])
+    assert 4 < question_peak <= 16
     users = []
     for user_id in manifest.users:
         first = min(read_record(p, SessionFile).started_at for p in run.user(user_id).sessions.glob("*.json"))
