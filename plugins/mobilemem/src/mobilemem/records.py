@@ -90,6 +90,8 @@ class ObservedRequest(BaseModel):
     cached_tokens: int | None = None
     error: str | None = None
     failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', ...")
+    frames: list[StackFrame] = Field(default_factory=list, description="a failed request only: the runner code "
+                                                                       "that made it (repository-relative)")
 
 
 class UsageCounter(BaseModel):
