@@ -1,6 +1,7 @@
 """What the task adapters write for a failed step, called engine-free (`task.fn`) against the
 simulator: the errors.jsonl line of a failed model request keeps where the runner made it (even
-when ReMe turned the failure into a failed job)."""
+when ReMe turned the failure into a failed job), and an answer cut short by its wall-clock budget
+keeps the request it cancelled in `answer-response.json`."""
 
 import pytest
 
@@ -91,3 +92,16 @@ async def test_the_error_line_of_a_failed_request_has_the_runner_frames_that_mad
     assert all(not f.startswith("/") and "site-packages" not in f for f in files)  # runner code only
     assert line.frames == failed.frames  # the frames of the failing request, also in the step's record
 
+
+async def test_a_request_cancelled_by_the_answer_budget_is_kept_as_a_failed_request(ingested, sim, user_for):
+    sim.latency_s = 0.4  # the second model turn is still waiting for its reply when the budget ends
+    user = await user_for("answer", answer_timeout_s=0.6, request_timeout_s=30)
+    requests = await _failed_step("answer", ingested, user)
+    sim.wait_idle()
+    assert len(requests) == len(sim.requests) >= 2  # every request the endpoint saw is accounted for
+    *answered, cancelled = requests
+    assert all(r.success for r in answered)
+    assert (cancelled.success, cancelled.failure, cancelled.status) == (False, "cancelled", None)
+    assert cancelled.total_tokens is None and cancelled.finished_at >= cancelled.started_at
+    [line] = read_lines(user.run.errors, ErrorLine)
+    assert line.error_type == "answer budget exceeded" and DOMAIN["answer"] in [f.file for f in line.frames]

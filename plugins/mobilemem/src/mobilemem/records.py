@@ -89,7 +89,8 @@ class ObservedRequest(BaseModel):
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     error: str | None = None
-    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', ...")
+    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', "
+                                                          "'cancelled', ...")
     frames: list[StackFrame] = Field(default_factory=list, description="a failed request only: the runner code "
                                                                        "that made it (repository-relative)")
 

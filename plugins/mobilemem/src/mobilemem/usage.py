@@ -16,9 +16,11 @@ The transport also removes the credentials in use (verbatim, base64 and URL-enco
 response body before any library reads it, so a provider or model that echoes the key cannot get
 it into a note, an index, a trajectory or a record.
 
-A failed request keeps `frames`: the runner's frames of the stack that made it
-(`errors.caller_frames`, taken only when a request fails), which is where a step whose library
-turned the failure into a value (ReMe's failed job) finds its location.
+A request cancelled in flight (an answer's wall-clock budget, an interrupt) is a failed request
+with the failure `cancelled`, filed before the cancellation reaches the caller, so the step that
+gave up on it still accounts for it. A failed request also keeps `frames`: the runner's frames of
+the stack that made it (`errors.caller_frames`, taken only when a request fails), which is where
+a step whose library turned the failure into a value (ReMe's failed job) finds its location.
 
 Nothing recorded holds headers, credentials or payloads: status, timing, finish reason, counters,
 a sanitized error and code locations (file, line, function; never a local).
@@ -26,6 +28,7 @@ a sanitized error and code locations (file, line, function; never a local).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -43,6 +46,8 @@ from mobilemem.response_rewrite import Scrubber, StreamRewriter, int_or_none, se
 COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "cached_tokens")
 _FORCED_TOOL = re.compile(rb'"tool_choice"\s*:\s*\{')
 _MAX_JSON_BODY = 64 * 1024 * 1024
+_CANCELLED = "the request was cancelled in flight (a wall-clock budget or an interrupt)"
+_FAILURES = (Exception, asyncio.CancelledError)  # what a request can end with; both are recorded
 
 
 class UsageScope:
@@ -96,8 +101,19 @@ def _stack_frames(frames: Iterable[Frame]) -> list[StackFrame]:
     return [StackFrame(file=file, line=line, function=function) for file, line, function in frames]
 
 
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (False outside a running event loop)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    return task is not None and task.cancelling() > 0
+
+
 def _failure(exc: BaseException) -> tuple[str, str]:
     """(sanitized error, failure category) of an exchange that raised `exc`."""
+    if isinstance(exc, asyncio.CancelledError):
+        return _CANCELLED, "cancelled"
     if isinstance(exc, httpx.TimeoutException):
         return describe(exc), "timeout"
     if isinstance(exc, httpx.TransportError):
@@ -234,8 +250,10 @@ class _ObservedStream(httpx.AsyncByteStream):
             async for chunk in self._inner:
                 if out := self._pass(self._scrubber.feed(chunk)):
                     yield out
-        except Exception as exc:
-            self._record.fail(exc)
+        except _FAILURES as exc:
+            # after [DONE] the openai SDK drains the rest under a short cancel scope: not a failure
+            if not (isinstance(exc, asyncio.CancelledError) and self._record.parser.done):
+                self._record.fail(exc)
             raise
         if out := self._pass(self._scrubber.flush()) + self._guard.flush():
             yield out
@@ -287,6 +305,8 @@ class _PendingRecord:
         if self.parser.malformed:
             return "the response body is not valid JSON", "malformed response"
         if not (self.eof or self.parser.done):
+            if _cancelling():  # the caller was cancelled while it was not reading (between chunks)
+                return _CANCELLED, "cancelled"
             return "the response body was not read completely", "broken stream"
         if self.validate and (problem := self.parser.problem()):
             return problem
@@ -329,7 +349,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         compression = bool(_FORCED_TOOL.search(request.content)) if request.method == "POST" else False
         try:
             response = await self._inner.handle_async_request(request)
-        except Exception as exc:  # no response: refused, timed out or reset
+        except _FAILURES as exc:  # no response: refused, timed out, reset, or cancelled while waiting
             error, failure = _failure(exc)
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
                                           success=False, streamed=False, compression=compression, error=error,
