@@ -311,12 +311,16 @@ class Score(BaseModel):
 
 
 class MeanTokens(BaseModel):
-    """A mean with its parts: `value` is null when the token total is unknown or the denominator 0."""
+    """A mean with its parts. An unknown count is never averaged in as 0: `value` = `tokens` / `known`,
+    over the `known` units (of `denominator`) whose token count is known; it is the mean over the
+    whole denominator exactly when `known == denominator`, and null when no unit's count is known."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     value: float | None
-    tokens: int | None
+    tokens: int | None = Field(description="the sum over the units whose count is known")
     denominator: int
+    known: int | None = Field(default=None, description="units whose count is known: every successful request "
+                                                        "of it reported usage (null in older summaries)")
     attempted: int
     completed: int
 
