@@ -143,9 +143,20 @@ class CandidateProvenance(BaseModel):
     inject_runtime_state: bool
 
 
+class ConfigFiles(BaseModel):
+    """The files a run's configuration came from (DESIGN §6)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    defaults: str = Field(description="the defaults file: the checkout's config.yaml, or the packaged copy")
+    defaults_from: Literal["checkout", "package"]
+    config: str | None = Field(description="the --config file, null without one")
+
+
 class RunFile(RecordBase):
     args: dict[str, JsonValue]
     config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
+    config_files: ConfigFiles | None = Field(default=None, description="which defaults and --config files "
+                                                                       "it came from")
     package_versions: dict[str, str]
     git_commit: str | None
     git_dirty: bool | None
