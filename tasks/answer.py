@@ -65,7 +65,7 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     latency = time.perf_counter() - clock
     if response is not None and not response.success:
         error = failure_record(stage="answer", error_type=response.error_kind or "failed",
-                               reason=response.error or "failed", **ids)
+                               reason=response.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.answer_response, AnswerResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
         response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),

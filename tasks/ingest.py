@@ -39,7 +39,8 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
             kind = usage.failure_category(scope.requests) or error.error_type
     if response is not None and not response.success:  # ReMe's job failed: its answer is the reason
         kind = response.error_kind or usage.failure_category(scope.requests) or "ReMe job failed"
-        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed", **ids)
+        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed",
+                               frames=usage.failure_frames(scope.requests), **ids)
     if error is not None:
         append_error(user.run, error)
         user.disk.probe()

@@ -46,7 +46,7 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
             error = error_record(exc, stage="judge", **ids)
     if judgment is not None and not judgment.success:
         error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",
-                               reason=judgment.error or "failed", **ids)
+                               reason=judgment.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.judgment, JudgmentFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,
         question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,

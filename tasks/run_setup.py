@@ -25,7 +25,7 @@ from typing import Any
 from prefect.runtime import flow_run
 
 import mobilemem_judge
-from mobilemem.config import Config, load_config
+from mobilemem.config import Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, describe, error_record, sanitize
@@ -107,7 +107,8 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
     commit, dirty = _git()
     return RunFile(
         args={k: str(v) if isinstance(v, Path) else v for k, v in args.items()},
-        config=plan.config.model_dump(mode="json"), package_versions=_versions(), git_commit=commit,
+        config=plan.config.model_dump(mode="json"), config_files=config_files(args.get("config")),
+        package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         prompt_sha256=frozen_hashes(), candidate=_candidate(plan.config), started_at=datetime.now(UTC),

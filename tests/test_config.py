@@ -1,9 +1,14 @@
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from mobilemem.config import Config, default_config_text, load_config
+from mobilemem.checkout import checkout_root
+from mobilemem.config import Config, config_files, default_config_text, defaults_file, load_config
 from mobilemem.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,3 +80,62 @@ def test_config_has_no_credential_fields():
     names = set(Config.model_fields) | set(Config.model_fields["candidate"].annotation.model_fields)
     names |= set(Config.model_fields["judge"].annotation.model_fields)
     assert not {n for n in names if any(w in n for w in ("key", "secret", "token_", "url", "password"))}
+
+
+def test_from_the_checkout_its_root_config_yaml_is_the_defaults_file(tmp_path):
+    file, origin = defaults_file()
+    assert (Path(str(file)).resolve(), origin) == (ROOT / "config.yaml", "checkout")
+    files = config_files(tmp_path / "c.yaml")
+    assert (Path(files.defaults).resolve(), files.defaults_from, files.config) == (
+        ROOT / "config.yaml", "checkout", str(tmp_path / "c.yaml"))
+    assert config_files(None).config is None
+
+
+def _fake_checkout(folder: Path, *, name: str = "mobilemem-bench", config: bool = True) -> Path:
+    for package in ("tasks", "flows"):
+        (folder / package).mkdir(parents=True)
+        (folder / package / "__init__.py").write_text("")
+    (folder / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    if config:
+        text = (ROOT / "config.yaml").read_text()
+        assert text.count("\nmodel: qwen3.8-max ") == 1
+        (folder / "config.yaml").write_text(text.replace("\nmodel: qwen3.8-max ", "\nmodel: edited-here ", 1))
+    return folder
+
+
+_PROBE = ("import json; from mobilemem.config import config_files, load_config; "
+          "print(json.dumps([load_config().model, config_files(None).model_dump(mode='json')]))")
+
+
+def _defaults_seen_from(folder: Path) -> tuple[str, dict]:
+    """What a process whose `tasks` and `flows` packages are the ones in `folder` takes as its defaults."""
+    result = subprocess.run([sys.executable, "-c", _PROBE], cwd=folder, capture_output=True, text=True, timeout=60,
+                            check=True)
+    model, files = json.loads(result.stdout)
+    return model, files
+
+
+def test_editing_the_checkouts_config_yaml_changes_the_run(tmp_path):
+    checkout = _fake_checkout(tmp_path / "checkout")
+    model, files = _defaults_seen_from(checkout)
+    assert model == "edited-here"
+    assert files == {"defaults": str(checkout / "config.yaml"), "defaults_from": "checkout", "config": None}
+
+
+@pytest.mark.parametrize("broken", ["not mobilemem-bench", "no config.yaml"])
+def test_without_a_checkout_the_packaged_defaults_are_used(tmp_path, broken):
+    folder = _fake_checkout(tmp_path / "elsewhere", name="other-project" if broken == "not mobilemem-bench"
+                            else "mobilemem-bench", config=broken != "no config.yaml")
+    model, files = _defaults_seen_from(folder)
+    assert model == "qwen3.8-max" and files["defaults_from"] == "package"
+    assert files["defaults"].endswith("mobilemem/defaults/config.yaml") and Path(files["defaults"]).is_file()
+
+
+def test_checkout_root_needs_the_project_and_its_config(tmp_path):
+    assert checkout_root(ROOT / "tasks") == ROOT
+    assert checkout_root(_fake_checkout(tmp_path / "a") / "tasks") == tmp_path / "a"
+    assert checkout_root(_fake_checkout(tmp_path / "b", name="x") / "tasks") is None
+    broken = _fake_checkout(tmp_path / "c")
+    (broken / "pyproject.toml").write_text("[project\n")
+    assert checkout_root(broken / "tasks") is None
+    assert checkout_root(tmp_path / "nothing" / "tasks") is None

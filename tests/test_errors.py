@@ -1,9 +1,11 @@
+import asyncio
 import base64
 import json
 
 import pytest
 
-from mobilemem.errors import DatasetError, error_record, register_secret, sanitize
+from conftest import ROOT
+from mobilemem.errors import DatasetError, caller_frames, code_location, error_record, register_secret, sanitize
 
 KEY = "sk-test-PLANTED0123456789abcdef"
 
@@ -55,3 +57,31 @@ def test_error_record_has_stage_ids_frames_and_no_secret():
 def test_dataset_error_lists_every_problem():
     exc = DatasetError(["a.jsonl:1: one", "a.jsonl:2: two"])
     assert str(exc).splitlines() == ["the dataset cannot be evaluated: 2 problems", "a.jsonl:1: one", "a.jsonl:2: two"]
+
+
+def test_frames_name_repository_files_relative_to_the_checkout_and_libraries_relative_to_site_packages():
+    with pytest.raises(RuntimeError) as info:
+        _raise_with_secret()
+    files = {frame.function: frame.file for frame in error_record(info.value, stage="answer").frames}
+    assert files["_raise_with_secret"] == "tests/test_errors.py"  # not just the file name
+    assert code_location(str(ROOT / "tasks" / "answer.py")) == ("tasks/answer.py", True)
+    assert code_location(str(ROOT / "plugins/mobilemem/src/mobilemem/reme/answer.py")) == (
+        "plugins/mobilemem/src/mobilemem/reme/answer.py", True)
+    assert code_location("/opt/venv/lib/python3.11/site-packages/openai/_base_client.py") == (
+        "openai/_base_client.py", False)
+    # an install without the checkout: the project's packages are still its own code
+    assert code_location("/opt/venv/lib/python3.11/site-packages/mobilemem/reme/answer.py") == (
+        "mobilemem/reme/answer.py", True)
+    assert code_location(asyncio.__file__) == ("asyncio/__init__.py", False)
+    assert code_location("/home/someone/elsewhere/script.py") == ("script.py", False)
+
+
+def _runner_code_asking():
+    return caller_frames()
+
+
+def test_caller_frames_are_the_runners_part_of_the_stack_outermost_first():
+    frames = _runner_code_asking()
+    assert frames[-1] == ("tests/test_errors.py", frames[-1][1], "_runner_code_asking")
+    assert frames[-2][2] == "test_caller_frames_are_the_runners_part_of_the_stack_outermost_first"
+    assert all(not file.startswith(("/", "_pytest", "pluggy")) for file, _, _ in frames)  # pytest's frames dropped

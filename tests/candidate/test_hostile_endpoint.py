@@ -109,6 +109,7 @@ async def test_a_trickling_endpoint_is_stopped_by_the_wall_clock_budget(ingested
     success, result, requests = await _run(stage, ingested, config, copied_app, tmp_path, hostile, **{limit: 1.5})
     assert not success and result.error_kind == kind and "1.5 s budget" in (getattr(result, "error", None) or result.answer)
     assert time.monotonic() - started < 30 and len(requests) == 1 and not requests[0].success
+    assert requests[0].failure == "cancelled" and requests[0].frames  # cut off by the budget, where it was made
 
 
 async def test_an_answer_over_the_cap_is_kept_cut_and_marked_truncated(ingested, config, copied_app, tmp_path,

@@ -1,22 +1,28 @@
-"""Configuration (DESIGN §6): shipped defaults < `--config FILE` < command-line flags.
+"""Configuration (DESIGN §6): defaults < `--config FILE` < command-line flags.
 
-The defaults live in `mobilemem/defaults/config.yaml` (mirrored by the repository's root
-`config.yaml`). A file is deep-merged over them, except `extra_body`, which is an opaque request
-fragment and is replaced whole. Unknown keys and wrong types are errors naming the file and the
-key. No field holds a credential: those come only from the environment (`mobilemem.models`).
+The defaults file is the checkout's root `config.yaml` when the run starts from a checkout
+(`mobilemem.checkout`: editing that file changes the run), else the copy packaged in `mobilemem`
+(`mobilemem/defaults/config.yaml`, the mirror of the root file, for installs without the
+checkout). `config_files` says which files a run used (run.json). A file is deep-merged over the
+defaults, except `extra_body`, which is an opaque request fragment and is replaced whole. Unknown
+keys and wrong types are errors naming the file and the key. No field holds a credential: those
+come only from the environment (`mobilemem.models`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
+from mobilemem.checkout import repository_root
 from mobilemem.errors import ConfigError
+from mobilemem.records import ConfigFiles
 
 DEFAULTS_RESOURCE = "defaults/config.yaml"
 _OPAQUE_KEYS = frozenset({"extra_body"})
@@ -73,7 +79,31 @@ class Config(_Section):
 
 
 def default_config_text() -> str:
+    """The packaged defaults (the fallback without a checkout)."""
     return resources.files("mobilemem").joinpath(DEFAULTS_RESOURCE).read_text(encoding="utf-8")
+
+
+def defaults_file() -> tuple[Traversable, Literal["checkout", "package"]]:
+    """The defaults: the checkout's root config.yaml when the run starts from a checkout, else the
+    packaged copy; and which of the two it is."""
+    root = repository_root()
+    if root is not None:
+        return root / "config.yaml", "checkout"
+    return resources.files("mobilemem").joinpath(DEFAULTS_RESOURCE), "package"
+
+
+def config_files(path: Path | str | None) -> ConfigFiles:
+    """Which defaults file and which `--config` file `load_config(path)` reads (for run.json)."""
+    defaults, origin = defaults_file()
+    return ConfigFiles(defaults=str(defaults), defaults_from=origin,
+                       config=str(Path(path).absolute()) if path is not None else None)
+
+
+def _read(file: Traversable, what: str) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read the {what}: {exc}") from None
 
 
 def _parse_yaml(text: str, source: str) -> dict[str, Any]:
@@ -115,15 +145,12 @@ def _explain(exc: ValidationError, source: str) -> ConfigError:
 
 def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
     """Defaults, then `path` deep-merged over them, then `overrides` (already nested, None = unset)."""
-    data = _parse_yaml(default_config_text(), "mobilemem defaults")
-    source = "mobilemem defaults"
+    defaults, _ = defaults_file()
+    source = str(defaults)
+    data = _parse_yaml(_read(defaults, "defaults file"), source)
     if path is not None:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read the configuration file: {exc}") from None
-        data = deep_merge(data, _parse_yaml(text, source))
+        data = deep_merge(data, _parse_yaml(_read(Path(path), "configuration file"), source))
     flags = {key: value for key, value in (overrides or {}).items() if value is not None}
     if flags:
         source = f"{source} + command-line flags"

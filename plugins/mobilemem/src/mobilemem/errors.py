@@ -9,11 +9,22 @@
 `error_record(exc, stage=..., ...)` turns any exception into an `ErrorLine`: a sanitized reason
 and the (file, line, function) of each stack frame, never frame locals. `sanitize` scrubs API keys,
 Authorization headers, credentials in URLs and base64 payloads out of any text.
+
+Frame files are never absolute: this repository's files are relative to the checkout's root
+(`tasks/answer.py`, `plugins/mobilemem/src/mobilemem/reme/answer.py`), installed libraries relative
+to site-packages (`openai/_base_client.py`, or `mobilemem/reme/answer.py` for an install without
+the checkout), the standard library relative to its folder (`asyncio/tasks.py`), anything else
+by its name. `caller_frames()` is the runner's part of the current stack only (this repository's
+files, or mobilemem-bench's packages when installed): what the usage recorder keeps of the code
+that made a failed request, whose exception a library may have turned into a value.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
+import sysconfig
 import threading
 import traceback
 import uuid
@@ -22,8 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilemem.checkout import RUNNER_PACKAGES, repository_root
+
 if TYPE_CHECKING:
-    from mobilemem.records import ErrorLine, ErrorStage
+    from mobilemem.records import ErrorLine, ErrorStage, StackFrame
 
 
 class MobilememError(Exception):
@@ -110,16 +123,54 @@ def describe(exc: BaseException) -> str:
     return sanitize(" <- ".join(parts))
 
 
-def _frames(exc: BaseException) -> list[tuple[str, int, str]]:
-    return [
-        (Path(frame.filename).name if "site-packages" not in frame.filename else _short(frame.filename),
-         frame.lineno or 0, frame.name)
-        for frame in traceback.extract_tb(exc.__traceback__)
-    ]
+Frame = tuple[str, int, str]  # (file, line, function)
+_LIBRARY_DIRS = ("site-packages", "dist-packages")
+_OWN_PACKAGES = frozenset({"mobilemem", "mobilemem_judge", *RUNNER_PACKAGES})
+_STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
-def _short(filename: str) -> str:
-    return filename.split("site-packages/", 1)[-1]
+@functools.lru_cache(maxsize=4096)
+def code_location(filename: str) -> tuple[str, bool]:
+    """(the file as errors.jsonl names it, whether it is this project's code) for a code filename."""
+    path = Path(filename)
+    library = [i for i, part in enumerate(path.parts) if part in _LIBRARY_DIRS]
+    if library:  # checked first: a virtual environment may sit inside the checkout
+        relative = path.parts[library[-1] + 1:]
+        return "/".join(relative) or path.name, bool(relative) and relative[0] in _OWN_PACKAGES
+    for root in _roots():
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix(), True
+    if path.is_relative_to(_STDLIB):
+        return path.relative_to(_STDLIB).as_posix(), False
+    return path.name, False
+
+
+@functools.cache
+def _roots() -> tuple[Path, ...]:
+    """The checkout's root as found and with its links resolved (code files may name either)."""
+    root = repository_root()
+    return () if root is None else tuple(dict.fromkeys((root, root.resolve())))
+
+
+def _frames(exc: BaseException) -> list[Frame]:
+    return [(code_location(frame.filename)[0], frame.lineno or 0, frame.name)
+            for frame in traceback.extract_tb(exc.__traceback__)]
+
+
+def caller_frames(skip_file: str | None = None) -> list[Frame]:
+    """The runner's frames of the current stack, outermost first (a traceback's order), without
+    the frames of `skip_file`. Walks code objects only: no source lines, never a local."""
+    found = []
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename != skip_file:
+            file, own = code_location(code.co_filename)
+            if own:
+                found.append((file, frame.f_lineno or 0, code.co_name))
+        frame = frame.f_back
+    return found[::-1]
 
 
 def failure_record(
@@ -131,9 +182,10 @@ def failure_record(
     session_id: str | None = None,
     question_id: str | None = None,
     image_paths: Iterable[str] = (),
-    frames: Iterable[tuple[str, int, str]] = (),
+    frames: Iterable[StackFrame | Frame] = (),
 ) -> ErrorLine:
-    """The errors.jsonl record of DESIGN §8 for a failure (the reason is sanitized here)."""
+    """The errors.jsonl record of DESIGN §8 for a failure (the reason is sanitized here); `frames`
+    are where it happened: for a failed model request, the frames the usage recorder kept."""
     from mobilemem.records import ErrorLine, StackFrame
 
     return ErrorLine(
@@ -146,7 +198,7 @@ def failure_record(
         image_paths=list(image_paths),
         error_type=error_type,
         reason=sanitize(reason),
-        frames=[StackFrame(file=f, line=n, function=fn) for f, n, fn in frames],
+        frames=[f if isinstance(f, StackFrame) else StackFrame(file=f[0], line=f[1], function=f[2]) for f in frames],
     )
 
 

@@ -89,7 +89,10 @@ class ObservedRequest(BaseModel):
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     error: str | None = None
-    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', ...")
+    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', "
+                                                          "'cancelled', ...")
+    frames: list[StackFrame] = Field(default_factory=list, description="a failed request only: the runner code "
+                                                                       "that made it (repository-relative)")
 
 
 class UsageCounter(BaseModel):
@@ -140,9 +143,20 @@ class CandidateProvenance(BaseModel):
     inject_runtime_state: bool
 
 
+class ConfigFiles(BaseModel):
+    """The files a run's configuration came from (DESIGN §6)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    defaults: str = Field(description="the defaults file: the checkout's config.yaml, or the packaged copy")
+    defaults_from: Literal["checkout", "package"]
+    config: str | None = Field(description="the --config file, null without one")
+
+
 class RunFile(RecordBase):
     args: dict[str, JsonValue]
     config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
+    config_files: ConfigFiles | None = Field(default=None, description="which defaults and --config files "
+                                                                       "it came from")
     package_versions: dict[str, str]
     git_commit: str | None
     git_dirty: bool | None
@@ -308,12 +322,16 @@ class Score(BaseModel):
 
 
 class MeanTokens(BaseModel):
-    """A mean with its parts: `value` is null when the token total is unknown or the denominator 0."""
+    """A mean with its parts. An unknown count is never averaged in as 0: `value` = `tokens` / `known`,
+    over the `known` units (of `denominator`) whose token count is known; it is the mean over the
+    whole denominator exactly when `known == denominator`, and null when no unit's count is known."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     value: float | None
-    tokens: int | None
+    tokens: int | None = Field(description="the sum over the units whose count is known")
     denominator: int
+    known: int | None = Field(default=None, description="units whose count is known: every successful request "
+                                                        "of it reported usage (null in older summaries)")
     attempted: int
     completed: int
 

@@ -4,7 +4,9 @@ The plan (scheduled users, selected questions) comes from run.json; each questio
 its own files. A question is *scored* when it was answered and judged: that one set is the
 denominator of accuracy, F1 and BLEU-1 alike. Gaps are counted by stage and reason from error.json.
 Usage policy v2: memory cost only from sessions/*.json, answer cost only from answer-response.json;
-judge usage never counts. Unknown token totals stay null.
+judge usage never counts. Unknown token totals stay null, and a mean never counts an unknown as
+0: a user or question whose token count is unknown (a successful request of it reported no usage)
+is left out of the mean, and `known` says how many of the denominator's units it covers.
 """
 
 from __future__ import annotations
@@ -94,13 +96,23 @@ def _by(outcomes: list[_Outcome], key) -> dict[str, Score]:
     return {name: _score(group) for name, group in sorted(groups.items())}
 
 
-def _mean_tokens(tokens: int | None, denominator: int, attempted: int, completed: int) -> MeanTokens:
-    value = tokens / denominator if tokens is not None and denominator else None
-    return MeanTokens(value=value, tokens=tokens, denominator=denominator, attempted=attempted, completed=completed)
+def _known_tokens(requests: list[ObservedRequest]) -> int | None:
+    """One unit's tokens (0 when it made no request), or None when a successful request of it did
+    not report them. Failed requests carry no tokens by policy: they do not make a count unknown."""
+    usage = summarize(requests)
+    return None if usage.tokens.reported_by < usage.successful_requests else usage.tokens.value or 0
+
+
+def _mean_tokens(units: list[list[ObservedRequest]], attempted: int, completed: int) -> MeanTokens:
+    """The mean over the units (users, questions) whose token count is known; `known` of `denominator`."""
+    known = [t for t in map(_known_tokens, units) if t is not None]
+    tokens = sum(known) if known else None
+    return MeanTokens(value=tokens / len(known) if known else None, tokens=tokens, denominator=len(units),
+                      known=len(known), attempted=attempted, completed=completed)
 
 
 def _usage(run: RunDir, plan: RunFile, outcomes: list[_Outcome]) -> UsageSummary:
-    memory_requests: list[ObservedRequest] = []
+    per_user: dict[int, list[ObservedRequest]] = {user_id: [] for user_id in plan.users}
     users_attempted = users_completed = 0
     for user_id in plan.users:
         user = run.user(user_id)
@@ -108,16 +120,15 @@ def _usage(run: RunDir, plan: RunFile, outcomes: list[_Outcome]) -> UsageSummary
         users_attempted += bool(sessions)
         users_completed += user.memory_usage.exists()
         for path in sessions:
-            memory_requests += read_record(path, SessionFile).requests
-    answer_requests = [r for o in outcomes if o.answer for r in o.answer.requests]
-    memory, answer = summarize(memory_requests), summarize(answer_requests)
-    both = None if memory.tokens.value is None and answer.tokens.value is None else \
-        (memory.tokens.value or 0) + (answer.tokens.value or 0)
+            per_user[user_id] += read_record(path, SessionFile).requests
+    memory = summarize(r for requests in per_user.values() for r in requests)
+    per_question = [o.answer.requests if o.answer else [] for o in outcomes]
+    for outcome, requests in zip(outcomes, per_question):
+        per_user[outcome.planned.user_id] += requests  # run.json plans questions of scheduled users only
     return UsageSummary(
-        memory=memory, answer=answer,
-        mean_tokens_per_user=_mean_tokens(both, len(plan.users), users_attempted, users_completed),
-        mean_tokens_per_question=_mean_tokens(answer.tokens.value, len(outcomes),
-                                              sum(o.answer is not None for o in outcomes),
+        memory=memory, answer=summarize(r for requests in per_question for r in requests),
+        mean_tokens_per_user=_mean_tokens(list(per_user.values()), users_attempted, users_completed),
+        mean_tokens_per_question=_mean_tokens(per_question, sum(o.answer is not None for o in outcomes),
                                               sum(o.answered for o in outcomes)))
 
 

@@ -16,12 +16,19 @@ The transport also removes the credentials in use (verbatim, base64 and URL-enco
 response body before any library reads it, so a provider or model that echoes the key cannot get
 it into a note, an index, a trajectory or a record.
 
-Nothing recorded holds headers, credentials or payloads: status, timing, finish reason, counters
-and a sanitized error.
+A request cancelled in flight (an answer's wall-clock budget, an interrupt) is a failed request
+with the failure `cancelled`, filed before the cancellation reaches the caller, so the step that
+gave up on it still accounts for it. A failed request also keeps `frames`: the runner's frames of
+the stack that made it (`errors.caller_frames`, taken only when a request fails), which is where
+a step whose library turned the failure into a value (ReMe's failed job) finds its location.
+
+Nothing recorded holds headers, credentials or payloads: status, timing, finish reason, counters,
+a sanitized error and code locations (file, line, function; never a local).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -32,13 +39,15 @@ from typing import Any
 
 import httpx
 
-from mobilemem.errors import describe
-from mobilemem.records import ObservedRequest, Usage, UsageCounter
+from mobilemem.errors import Frame, caller_frames, describe
+from mobilemem.records import ObservedRequest, StackFrame, Usage, UsageCounter
 from mobilemem.response_rewrite import Scrubber, StreamRewriter, int_or_none, secret_forms
 
 COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "cached_tokens")
 _FORCED_TOOL = re.compile(rb'"tool_choice"\s*:\s*\{')
 _MAX_JSON_BODY = 64 * 1024 * 1024
+_CANCELLED = "the request was cancelled in flight (a wall-clock budget or an interrupt)"
+_FAILURES = (Exception, asyncio.CancelledError)  # what a request can end with; both are recorded
 
 
 class UsageScope:
@@ -81,12 +90,35 @@ def failure_category(requests: Iterable[ObservedRequest]) -> str | None:
     return (failed[-1].failure or "failed") if failed else None
 
 
-def _exception_category(exc: BaseException) -> str:
+def failure_frames(requests: Iterable[ObservedRequest]) -> list[StackFrame]:
+    """Where the last failed request was made (the runner's frames), for a failure record; when no
+    request failed (an unparseable reply, an error inside ReMe), where this is called from."""
+    failed = [r for r in requests if not r.success and r.frames]
+    return failed[-1].frames if failed else _stack_frames(caller_frames(__file__))
+
+
+def _stack_frames(frames: Iterable[Frame]) -> list[StackFrame]:
+    return [StackFrame(file=file, line=line, function=function) for file, line, function in frames]
+
+
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (False outside a running event loop)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """(sanitized error, failure category) of an exchange that raised `exc`."""
+    if isinstance(exc, asyncio.CancelledError):
+        return _CANCELLED, "cancelled"
     if isinstance(exc, httpx.TimeoutException):
-        return "timeout"
+        return describe(exc), "timeout"
     if isinstance(exc, httpx.TransportError):
-        return "connection error"
-    return type(exc).__name__
+        return describe(exc), "connection error"
+    return describe(exc), type(exc).__name__
 
 
 def _counter(values: list[int | None], observed: int) -> UsageCounter:
@@ -218,8 +250,10 @@ class _ObservedStream(httpx.AsyncByteStream):
             async for chunk in self._inner:
                 if out := self._pass(self._scrubber.feed(chunk)):
                     yield out
-        except Exception as exc:
-            self._record.error = exc
+        except _FAILURES as exc:
+            # after [DONE] the openai SDK drains the rest under a short cancel scope: not a failure
+            if not (isinstance(exc, asyncio.CancelledError) and self._record.parser.done):
+                self._record.fail(exc)
             raise
         if out := self._pass(self._scrubber.flush()) + self._guard.flush():
             yield out
@@ -227,7 +261,7 @@ class _ObservedStream(httpx.AsyncByteStream):
         if self._record.validate and self._record.ok_status:
             self._record.parser.finish()
             if problem := self._record.parser.problem():
-                self._record.error = IncompleteCompletion(problem[0])
+                self._record.fail(IncompleteCompletion(problem[0]))
                 raise self._record.error
 
     async def aclose(self) -> None:
@@ -250,19 +284,29 @@ class _PendingRecord:
         self.parser = _BodyParser(streamed)
         self.error: BaseException | None = None
         self.eof = False
+        self.frames: list[Frame] | None = None  # taken where the failure shows, while the caller's stack is there
         self._closed = False
+
+    def fail(self, error: BaseException | None = None) -> None:
+        """The exchange failed (with `error`, if it raised): keep the frames of the code that made it."""
+        if error is not None:
+            self.error = error
+        if self.frames is None:
+            self.frames = caller_frames(__file__)
 
     def _outcome(self) -> tuple[str | None, str | None]:
         """(error, failure category) of the exchange; (None, None) for a successful one."""
         if isinstance(self.error, IncompleteCompletion):
             return describe(self.error), (self.parser.problem() or ("", "malformed response"))[1]
         if self.error is not None:
-            return describe(self.error), _exception_category(self.error)
+            return _failure(self.error)
         if not self.ok_status:
             return f"HTTP {self.status}", f"HTTP {self.status}"
         if self.parser.malformed:
             return "the response body is not valid JSON", "malformed response"
         if not (self.eof or self.parser.done):
+            if _cancelling():  # the caller was cancelled while it was not reading (between chunks)
+                return _CANCELLED, "cancelled"
             return "the response body was not read completely", "broken stream"
         if self.validate and (problem := self.parser.problem()):
             return problem
@@ -276,11 +320,13 @@ class _PendingRecord:
         error, failure = self._outcome()
         success = error is None
         counters = self.parser.counters() if success else {}
+        if not success:
+            self.fail()
         _file(self.target, ObservedRequest(
             started_at=self.started_at, finished_at=datetime.now(UTC), status=self.status, success=success,
             streamed=self.parser.streamed, compression=self.compression,
             finish_reason=self.parser.finish_reason if success else None, error=error, failure=failure,
-            **counters))
+            frames=_stack_frames(self.frames or ()), **counters))
 
 
 def _file(target: UsageScope | None, record: ObservedRequest) -> None:
@@ -303,14 +349,17 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         compression = bool(_FORCED_TOOL.search(request.content)) if request.method == "POST" else False
         try:
             response = await self._inner.handle_async_request(request)
-        except Exception as exc:
+        except _FAILURES as exc:  # no response: refused, timed out, reset, or cancelled while waiting
+            error, failure = _failure(exc)
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
-                                          success=False, streamed=False, compression=compression,
-                                          error=describe(exc), failure=_exception_category(exc)))
+                                          success=False, streamed=False, compression=compression, error=error,
+                                          failure=failure, frames=_stack_frames(caller_frames(__file__))))
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         validate = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
         pending = _PendingRecord(target, response.status_code, streamed, compression, started_at, validate)
+        if not pending.ok_status:  # known failed now, while the stack of the code that asked is here
+            pending.fail()
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _ObservedStream(response.stream, pending, Scrubber(self._secrets))
         return response
