@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -54,14 +52,17 @@ from mobilemem.records import RunFile, RunState, SummaryFile
 from mobilemem.rundir import RunDir, append_error, read_record
 from mobilemem.simulator import start_simulator
 from mobilemem.summary import liveness
-from tasks import run_setup
-from tasks.answer import answer_question, record_orphaned_questions, skip_question
-from tasks.context import RunContext, UserContext, lookup
-from tasks.finalize import finalize, write_summary
+from lifecycle import console, run_setup
+from lifecycle.summary_files import write_summary
+from tasks.answer import answer_question
+from lifecycle.context import RunContext, UserContext, lookup
+from tasks.finalize import finalize
 from tasks.index import build_index
 from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
-from tasks.outcome import run_step
+from tasks.skip import skip_question
+from lifecycle.outcome import run_step
+from lifecycle.step_records import record_orphaned_questions
 
 
 NOT_RUN = ("not_run", "the run stopped starting new work", None)
@@ -235,43 +236,6 @@ def _headline(run_dir: Path, summary: SummaryFile) -> str:
             f"F1 {pct(summary.overall.f1)}, BLEU-1 {pct(summary.overall.bleu1)}")
 
 
-# Background services of Prefect's embedded server that a single in-process run never needs; they
-# only compete with the run for the SQLite database ("database is locked" in the server's log).
-EMBEDDED_SERVER_QUIET = {f"PREFECT_SERVER_{name}": "false" for name in (
-    "ANALYTICS_ENABLED", "SERVICES_SCHEDULER_ENABLED", "SERVICES_LATE_RUNS_ENABLED", "SERVICES_FOREMAN_ENABLED",
-    "SERVICES_PAUSE_EXPIRATIONS_ENABLED", "SERVICES_REPOSSESSOR_ENABLED", "SERVICES_CANCELLATION_CLEANUP_ENABLED",
-    "SERVICES_CLEANUP_RECONCILER_ENABLED")}
-
-
-# A Prefect server on SQLite answers 503 while its database is busy; the client retries with
-# backoff. Bookkeeping must never cost a user's evaluation, so it waits longer than by default.
-CLIENT_PATIENCE = {"PREFECT_CLIENT_MAX_RETRIES": "10"}
-
-
-def _not_run_logs(record: logging.LogRecord) -> bool:
-    return not record.name.startswith(("prefect.flow_runs", "prefect.task_runs"))
-
-
-def _console_logging() -> None:
-    """One compact progress line per change on stderr. The flow and task runs' own logs (a failed
-    step's state among them) go to the Prefect API and run.log, not to the console."""
-    progress = logging.getLogger("mobilemem.progress")
-    if not any(getattr(h, "mobilemem_console", False) for h in progress.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-        handler.mobilemem_console = True  # type: ignore[attr-defined]
-        progress.addHandler(handler)
-    logging.getLogger("mobilemem").propagate = False  # run.log still gets it (run_setup)
-    for handler in logging.getLogger().handlers:
-        if _not_run_logs not in handler.filters:
-            handler.addFilter(_not_run_logs)
-    for name in ("prefect", "prefect.task_runs", "as"):  # a task run logs a warning or a failure, not each success
-        logging.getLogger(name).setLevel(logging.WARNING)
-    for name in ("EventsWorker", "APILogWorker"):  # "still processing items" while they drain at exit
-        logging.getLogger(name).setLevel(logging.ERROR)
-    logging.getLogger("prefect.flow_runs").setLevel(logging.INFO)
-
-
 def _terminate(signum: int, _frame: object) -> None:
     raise TerminationSignal(signal=signum)
 
@@ -293,9 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
-    _console_logging()
-    for name, value in {**EMBEDDED_SERVER_QUIET, **CLIENT_PATIENCE}.items():
-        os.environ.setdefault(name, value)
+    console.configure()
     # SIGINT cancels the flow through asyncio (even if a shell started us with it ignored); while a
     # flow runs, Prefect turns SIGTERM into TerminationSignal, and before that we do the same.
     # Either way asyncio cancels every step on the way out, then the run is closed as interrupted.

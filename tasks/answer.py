@@ -1,7 +1,5 @@
 """Prefect task `answer_question`: one fresh answer agent; writes `job.json`, `answer-response.json`
-and, for a gap, `error.json` plus one `errors.jsonl` line (the task run ends Failed). Task
-`skip_question` records a question that cannot be answered because its user's history or index
-failed (its task run ends in the state "History gap" / "Index gap")."""
+and, for a gap, `error.json` plus one `errors.jsonl` line (the task run ends Failed)."""
 
 from __future__ import annotations
 
@@ -15,28 +13,12 @@ from mobilemem import usage
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import AnswerResponseFile, ErrorFile, ErrorLine, GapStage, JobFile
+from mobilemem.records import AnswerResponseFile
 from mobilemem.reme import answer
-from mobilemem.rundir import append_error, write_record
-from tasks.context import RunContext, UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, question_files, record_gap, reports_state, save
-
-
-def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
-    return save(user, user.run.user(user.user_id).question(job.question_id).job,
-                JobFile(user_id=job.user_id, question_id=job.question_id, question=job.question),
-                stage="answer", user_id=job.user_id, question_id=job.question_id)
-
-
-@task(name="skip_question", retries=0, task_run_name="skip-{job.question_id}", cache_policy=NO_CACHE,
-      persist_result=False)
-@reports_state
-async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
-                        error_id: str | None) -> StepOutcome:
-    write_job(job, user)
-    outcome = await record_gap(user, job.question_id, stage, reason, error_id)
-    question_files(user, job.question_id, "skipped question")
-    return outcome
+from mobilemem.rundir import append_error
+from lifecycle.context import UserContext
+from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
+from lifecycle.step_records import question_files, record_gap, save, write_job
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
@@ -79,19 +61,3 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     user.disk.probe()
     reason = (response.error_kind if response else None) or error.error_type
     return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)
-
-
-def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLine) -> None:
-    """After the user's subflow itself failed (e.g. the Prefect API gave up): each of its questions
-    without an outcome becomes a gap, so it is counted rather than silently missing."""
-    user = context.run.user(user_id)
-    stage: GapStage = "answer" if user.memory_usage.exists() else "history"
-    for job in context.scheduled(user_id).questions:
-        paths = user.question(job.question_id)
-        if not (paths.metrics.exists() or paths.error.exists()):
-            try:
-                write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
-                                                    reason=f"orchestration failed: {error.error_type}",
-                                                    detail=error.reason, error_id=error.id))
-            except OSError as exc:
-                context.disk.note(exc)

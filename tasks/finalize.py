@@ -12,20 +12,12 @@ from prefect.cache_policies import NO_CACHE
 
 from mobilemem.errors import error_record
 from mobilemem.records import RunFile, SummaryFile
-from mobilemem.rundir import RunDir, append_error, read_record, write_bytes_atomic, write_record
+from mobilemem.rundir import RunDir, append_error, read_record
 from mobilemem.summary import summarize_run
-from tasks.dashboard import RunIdentity
+from lifecycle.dashboard import RunIdentity
+from lifecycle.summary_files import write_summary
 
 log = logging.getLogger(__name__)
-
-
-def write_summary(run_dir: Path) -> SummaryFile:
-    """Recompute and write summary.json and results.jsonl (also `summarize RUN_DIR`)."""
-    run = RunDir(run_dir)
-    summary, results = summarize_run(run_dir)
-    write_bytes_atomic(run.results, "".join(r.model_dump_json() + "\n" for r in results).encode("utf-8"))
-    write_record(run.summary, summary)
-    return summary
 
 
 def _fmt(value: float | None) -> str:

@@ -15,8 +15,9 @@ from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
 from mobilemem.reme import app as reme_app
 from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
-from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state, save
+from lifecycle.context import UserContext
+from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
+from lifecycle.step_records import save
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,

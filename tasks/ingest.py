@@ -16,8 +16,9 @@ from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
 from mobilemem.reme import ingest
 from mobilemem.rundir import append_error
-from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state, save
+from lifecycle.context import UserContext
+from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
+from lifecycle.step_records import save
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,

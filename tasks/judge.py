@@ -17,8 +17,9 @@ from mobilemem.metrics import overlap_scores
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
-from tasks.context import UserContext
-from tasks.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, question_files, record_gap, reports_state, save
+from lifecycle.context import UserContext
+from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
+from lifecycle.step_records import question_files, record_gap, save
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,

@@ -1,4 +1,4 @@
-"""tasks.outcome.save: a write error is the step's own failure, recorded where it still can be."""
+"""lifecycle.outcome.save: a write error is the step's own failure, recorded where it still can be."""
 
 import errno
 from types import SimpleNamespace
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from mobilemem.disk import DiskGuard
 from mobilemem.records import ErrorLine, JobFile
 from mobilemem.rundir import RunDir, read_lines
-from tasks.outcome import save
+from lifecycle.step_records import save
 
 
 def _user(tmp_path):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from conftest import ROOT
 from mobilemem.records import RunFile
-from tasks import run_setup
+from lifecycle import run_setup
 
 
 def test_run_json_records_the_defaults_file_and_the_config_file(sample_root, tmp_path):

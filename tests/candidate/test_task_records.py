@@ -12,8 +12,8 @@ from mobilemem.reme import app as reme_app
 from mobilemem.rundir import RunDir, read_lines, read_record
 from mobilemem.simulator import FaultRule
 from tasks.answer import answer_question
-from tasks.context import UserContext
-from tasks.dashboard import Dashboard, RunIdentity, UserProgress
+from lifecycle.context import UserContext
+from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
 

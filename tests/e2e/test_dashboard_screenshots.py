@@ -37,7 +37,7 @@ from prefect.client.schemas.filters import (
 from browser import CHROMIUM_ARGS, chromium_path
 from mobilemem.records import RunFile
 from mobilemem.rundir import read_record
-from tasks.dashboard import RunIdentity
+from lifecycle.dashboard import RunIdentity
 
 pytestmark = pytest.mark.slow
 SCREENSHOTS_ENV = "MOBILEMEM_SCREENSHOTS_DIR"

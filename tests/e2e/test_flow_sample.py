@@ -21,7 +21,7 @@ from mobilemem.records import (
 )
 from mobilemem.rundir import read_lines, read_record
 from mobilemem.summary import summarize_run
-from e2e.runs import API_KEY, run_cli, summary
+from e2e.runs import API_KEY, summary
 
 pytestmark = pytest.mark.slow
 

@@ -35,9 +35,9 @@ from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, Run
 from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
-from tasks.context import RunContext, UserContext, register, release, user_context
-from tasks.finalize import write_summary
-from tasks.dashboard import Dashboard, RunIdentity, UserProgress
+from lifecycle.context import RunContext, UserContext, register, release, user_context
+from lifecycle.summary_files import write_summary
+from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
             "pillow", "pydantic", "numpy")

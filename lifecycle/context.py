@@ -19,7 +19,7 @@ from mobilemem.config import Config
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.rundir import RunDir
-from tasks.dashboard import Dashboard, UserProgress
+from lifecycle.dashboard import Dashboard, UserProgress
 
 
 @dataclass

@@ -1,6 +1,5 @@
 """What a task returns to its flow (a few ids and a status, never the trajectory or payloads), as
-the Prefect state its task run ends in, and how a task writes its records so that a write error is
-that step's failure, never the run's.
+the Prefect state its task run ends in.
 
 A step that failed ends its task run `Failed` (the sanitized reason is the state's message), a step
 the run no longer started ends `Cancelled`, a question blocked by its user's history or index ends
@@ -10,23 +9,16 @@ the flow reads it back with `run_step`. A task's own exception is never a gap: i
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prefect.client.schemas.objects import StateType
 from prefect.states import Cancelled, Completed, Failed, State
 from pydantic import BaseModel, ConfigDict
 
-from mobilemem.errors import error_record, sanitize
-from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, RecordBase
-from mobilemem.rundir import append_error, write_record
+from mobilemem.errors import sanitize
+from mobilemem.records import GapStage
 
-if TYPE_CHECKING:
-    from tasks.context import UserContext
-
-log = logging.getLogger(__name__)
 WRITE_ERROR = "write error"
 
 
@@ -76,37 +68,3 @@ async def run_step(task: Any, *args: Any) -> StepOutcome:
     if isinstance(result, BaseException):
         raise result
     return result
-
-
-def save(user: UserContext, path: Path, record: RecordBase, stage: ErrorStage, **ids) -> ErrorLine | None:
-    """Write one record of a step. A write error (ENOSPC, EACCES, EROFS, ...) is returned as the
-    step's error, recorded in errors.jsonl if that can still be written; a full disk stops the run."""
-    try:
-        write_record(path, record)
-    except OSError as exc:
-        user.disk.note(exc)
-        error = error_record(exc, stage=stage, **ids)
-        append_error(user.run, error)
-        return error
-    return None
-
-
-def question_files(user: UserContext, question_id: str, title: str) -> None:
-    """The dashboard's link to what this question's step wrote (its folder's files)."""
-    folder = user.run.user(user.user_id).question(question_id).job.parent
-    user.dashboard.task_files(f"{title} {question_id}", sorted(folder.glob("*.json")))
-
-
-async def record_gap(user: UserContext, question_id: str, stage: GapStage, reason: str, error_id: str | None,
-                     detail: str | None = None) -> StepOutcome:
-    """Write the question's error.json (the errors.jsonl line is the caller's) and count the gap."""
-    try:
-        write_record(user.run.user(user.user_id).question(question_id).error, ErrorFile(
-            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason, detail=detail,
-            error_id=error_id))
-    except OSError as exc:  # the gap still counts; summarize sees the question without its outcome
-        user.disk.note(exc)
-        log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, exc.strerror)
-    user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail,
-                       blocked=stage in ("history", "index"))

@@ -2,24 +2,28 @@
 runs' logs, and one artifact per task run linking the run-directory files it wrote.
 
 Everything here is bookkeeping: best effort, off the evaluation's critical path, never a reason
-for a step to fail or wait. Counters change in the tasks (no I/O); one background publisher per
-run pushes the changed tables every PUBLISH_EVERY_S. Every key and description carries the run's
+for a step to fail or wait. Counters change in the tasks (no I/O); one publisher thread per run
+pushes the changed tables and the task artifacts every PUBLISH_EVERY_S. Every key and description carries the run's
 identity (model and parent flow-run id), so parallel evaluations never overwrite each other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import json
 import logging
+import queue
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from uuid import UUID
 
-from prefect.artifacts import MarkdownArtifact, TableArtifact, acreate_table_artifact
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import ArtifactUpdate
+from prefect.artifacts import acreate_table_artifact
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.actions import ArtifactCreate, ArtifactUpdate
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
@@ -97,11 +101,17 @@ class UserProgress:
 
 @dataclass
 class Dashboard:
+    """The run's artifacts. Tables are created in the flow that owns them; every later write (table
+    updates, task artifacts) is made by one publisher thread with its own client. Off the event loop,
+    it costs the evaluation nothing, and a signal (which Python delivers to the main thread only)
+    never interrupts it: the interrupt always reaches the flow."""
+
     identity: RunIdentity
     progress: dict[int, UserProgress]
     _tables: dict[str, tuple[UUID, int]] = field(default_factory=dict)  # key → (artifact id, version shown)
-    _publisher: asyncio.Task | None = None
-    _pending: set[asyncio.Task] = field(default_factory=set)
+    _queue: queue.SimpleQueue[ArtifactCreate] = field(default_factory=queue.SimpleQueue)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _publisher: threading.Thread | None = None
     _api_log: logging.Handler | None = None
 
     async def open_run(self) -> None:
@@ -113,8 +123,10 @@ class Dashboard:
             for progress in self.progress.values():
                 progress.log_to = {"flow_run_id": str(run.flow_run.id)}
         await self._create_table("users", self._all_rows(), self._version(), "progress of every user")
-        self._publisher = asyncio.get_running_loop().create_task(self._publish_forever(),
-                                                                 name="mobilemem-dashboard")
+        # the thread sees this run's Prefect settings (an embedded server's address lives in a context)
+        self._publisher = threading.Thread(target=contextvars.copy_context().run, args=(self._publish_until_stopped,),
+                                           name="mobilemem-dashboard", daemon=True)
+        self._publisher.start()
 
     async def open_user(self, user_id: int) -> None:
         """In the user's subflow (the table belongs to it)."""
@@ -122,24 +134,21 @@ class Dashboard:
         await self._create_table(f"user-{user_id}", [progress.row()], progress.version, f"progress of user {user_id}")
 
     def task_files(self, title: str, paths: list[Path]) -> None:
-        """A markdown artifact on the current task run listing the files it wrote (created in the background)."""
+        """A markdown artifact on the current task run listing the files it wrote (sent by the publisher)."""
         context = TaskRunContext.get()
         if context is None:
             return
         lines = "\n".join(f"- [`{p.name}`]({p.resolve().as_uri()}) `{p}`" for p in paths if p.exists())
-        artifact = MarkdownArtifact(
-            markdown=f"### {title}\n\n{lines or 'no file was written'}\n",
+        self._queue.put(ArtifactCreate(
+            type="markdown", data=f"### {title}\n\n{lines or 'no file was written'}\n",
             description=self.identity.describe(title), task_run_id=context.task_run.id,
-            flow_run_id=context.task_run.flow_run_id)
-        self._background(artifact.acreate())
+            flow_run_id=context.task_run.flow_run_id))
 
     async def close(self) -> None:
-        """The final tables and every pending task artifact, then stop; nothing here raises."""
+        """The final tables and every queued task artifact, then stop; nothing here raises."""
         if self._publisher is not None:
-            self._publisher.cancel()
-        await self._publish()
-        if self._pending:
-            await asyncio.wait(self._pending, timeout=30)
+            self._stop.set()
+            await asyncio.to_thread(self._publisher.join, 60)
         if self._api_log is not None:
             console.removeHandler(self._api_log)
             try:
@@ -162,32 +171,28 @@ class Dashboard:
             return
         self._tables[key] = (artifact_id, version)
 
-    async def _publish_forever(self) -> None:
-        while True:
-            await asyncio.sleep(PUBLISH_EVERY_S)
-            await self._publish()
+    def _publish_until_stopped(self) -> None:
+        with get_client(sync_client=True) as client:
+            while not self._stop.wait(PUBLISH_EVERY_S):
+                self._publish(client)
+            self._publish(client)  # the final state
 
-    async def _publish(self) -> None:
+    def _publish(self, client: SyncPrefectClient) -> None:
+        try:
+            while True:
+                client.create_artifact(self._queue.get_nowait())
+        except queue.Empty:
+            pass
+        except Exception as exc:  # the API may be gone; the rest of this round is dropped
+            log.debug("task artifact not created: %s", type(exc).__name__)
         wanted = {self.identity.key("users"): (self._version(), self._all_rows())}
         wanted |= {self.identity.key(f"user-{u}"): (p.version, [p.row()]) for u, p in self.progress.items()}
-        try:
-            async with get_client() as client:
-                for key, (version, rows) in wanted.items():
-                    if key in self._tables and self._tables[key][1] != version:
-                        artifact_id = self._tables[key][0]
-                        data = await TableArtifact(table=rows).aformat()
-                        await client.update_artifact(artifact_id, ArtifactUpdate(data=data))
-                        self._tables[key] = (artifact_id, version)
-        except Exception as exc:
-            log.debug("progress tables not updated: %s", type(exc).__name__)
-
-    def _background(self, coroutine) -> None:
-        async def guarded() -> None:
-            try:
-                await coroutine
-            except Exception as exc:
-                log.debug("artifact not created: %s", type(exc).__name__)
-
-        task = asyncio.get_running_loop().create_task(guarded())
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        for key, (version, rows) in wanted.items():
+            if key in self._tables and self._tables[key][1] != version:
+                artifact_id = self._tables[key][0]
+                try:
+                    client.update_artifact(artifact_id, ArtifactUpdate(data=json.dumps(rows)))
+                except Exception as exc:
+                    log.debug("progress table %s not updated: %s", key, type(exc).__name__)
+                    return
+                self._tables[key] = (artifact_id, version)

@@ -1,0 +1,75 @@
+"""How a step writes its records: a write error is that step's failure, never the run's; a gap is
+an error.json plus the user's gap count; the dashboard links what the step wrote."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilemem.dataset import CandidateQuestion
+from mobilemem.errors import error_record
+from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, JobFile, RecordBase
+from mobilemem.rundir import append_error, write_record
+from lifecycle.outcome import StepOutcome
+
+if TYPE_CHECKING:
+    from lifecycle.context import RunContext, UserContext
+
+log = logging.getLogger(__name__)
+
+
+def save(user: UserContext, path: Path, record: RecordBase, stage: ErrorStage, **ids) -> ErrorLine | None:
+    """Write one record of a step. A write error (ENOSPC, EACCES, EROFS, ...) is returned as the
+    step's error, recorded in errors.jsonl if that can still be written; a full disk stops the run."""
+    try:
+        write_record(path, record)
+    except OSError as exc:
+        user.disk.note(exc)
+        error = error_record(exc, stage=stage, **ids)
+        append_error(user.run, error)
+        return error
+    return None
+
+
+def question_files(user: UserContext, question_id: str, title: str) -> None:
+    """The dashboard's link to what this question's step wrote (its folder's files)."""
+    folder = user.run.user(user.user_id).question(question_id).job.parent
+    user.dashboard.task_files(f"{title} {question_id}", sorted(folder.glob("*.json")))
+
+
+async def record_gap(user: UserContext, question_id: str, stage: GapStage, reason: str, error_id: str | None,
+                     detail: str | None = None) -> StepOutcome:
+    """Write the question's error.json (the errors.jsonl line is the caller's) and count the gap."""
+    try:
+        write_record(user.run.user(user.user_id).question(question_id).error, ErrorFile(
+            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason, detail=detail,
+            error_id=error_id))
+    except OSError as exc:  # the gap still counts; summarize sees the question without its outcome
+        user.disk.note(exc)
+        log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, exc.strerror)
+    user.progress.bump(gaps=1)
+    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail,
+                       blocked=stage in ("history", "index"))
+
+
+def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
+    return save(user, user.run.user(user.user_id).question(job.question_id).job,
+                JobFile(user_id=job.user_id, question_id=job.question_id, question=job.question),
+                stage="answer", user_id=job.user_id, question_id=job.question_id)
+
+
+def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLine) -> None:
+    """After the user's subflow itself failed (e.g. the Prefect API gave up): each of its questions
+    without an outcome becomes a gap, so it is counted rather than silently missing."""
+    user = context.run.user(user_id)
+    stage: GapStage = "answer" if user.memory_usage.exists() else "history"
+    for job in context.scheduled(user_id).questions:
+        paths = user.question(job.question_id)
+        if not (paths.metrics.exists() or paths.error.exists()):
+            try:
+                write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
+                                                    reason=f"orchestration failed: {error.error_type}",
+                                                    detail=error.reason, error_id=error.id))
+            except OSError as exc:
+                context.disk.note(exc)

@@ -1,0 +1,25 @@
+"""Prefect task `skip_question`: a question that cannot be answered because its user's history or
+index failed; writes `job.json` and `error.json`, and its task run ends in the state "History gap" /
+"Index gap"."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mobilemem.dataset import CandidateQuestion
+from mobilemem.records import GapStage
+from lifecycle.context import UserContext
+from lifecycle.outcome import StepOutcome, reports_state
+from lifecycle.step_records import question_files, record_gap, write_job
+
+
+@task(name="skip_question", retries=0, task_run_name="skip-{job.question_id}", cache_policy=NO_CACHE,
+      persist_result=False)
+@reports_state
+async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapStage, reason: str,
+                        error_id: str | None) -> StepOutcome:
+    write_job(job, user)
+    outcome = await record_gap(user, job.question_id, stage, reason, error_id)
+    question_files(user, job.question_id, "skipped question")
+    return outcome
