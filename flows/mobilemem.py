@@ -160,6 +160,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")
     with ExitStack() as stack:
+        stack.enter_context(console.signals_reach_the_flow())
         url = stack.enter_context(start_simulator(keep_log=False)).base_url if simulate else None
         context = await run_setup.open_run(plan, args, url)
         state: RunState = "interrupted"
