@@ -61,6 +61,7 @@ from tasks.index import build_index
 from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
 from tasks.skip import skip_question
+from lifecycle.orchestration import mark_started, start_patiently
 from lifecycle.outcome import run_step
 from lifecycle.step_records import record_orphaned_questions
 
@@ -102,6 +103,7 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
 
 @flow(name="mobilemem-user", retries=0, flow_run_name="user-{user_id}", persist_result=False)
 async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
+    mark_started()
     context = lookup(run_dir)
     scheduled = context.scheduled(user_id)
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
@@ -121,7 +123,8 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
 async def _user(context: RunContext, user_id: int) -> None:
     """One user's subflow; a failure of the subflow itself (not of a step) is recorded, not raised."""
     try:
-        state = await evaluate_user(user_id, context.run.root, return_state=True)
+        state = await start_patiently(lambda: evaluate_user(user_id, context.run.root, return_state=True),
+                                      f"the subflow of user {user_id}")
         failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
     except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
         failure = exc

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mobilemem.errors import sanitize
 from mobilemem.records import GapStage
+from lifecycle.orchestration import mark_started, start_patiently
 
 WRITE_ERROR = "write error"
 
@@ -57,13 +58,15 @@ def reports_state(step: Callable[..., Awaitable[StepOutcome]]) -> Callable[..., 
     """Under `@task`: the step's StepOutcome becomes its task run's final state."""
     @functools.wraps(step)
     async def reported(*args: Any, **kwargs: Any) -> State:
+        mark_started()
         return as_state(await step(*args, **kwargs))
     return reported
 
 
 async def run_step(task: Any, *args: Any) -> StepOutcome:
-    """Run a `reports_state` task and return its StepOutcome (a task's own exception propagates)."""
-    state = await task(*args, return_state=True)
+    """Run a `reports_state` task and return its StepOutcome (a task's own exception propagates; one
+    the Prefect API refused to start is started again, see lifecycle.orchestration)."""
+    state = await start_patiently(lambda: task(*args, return_state=True), f"task {task.name}")
     result = await state.aresult(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result

@@ -45,6 +45,7 @@ INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 30.0
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+RUN_LOG_LOGGERS = ("mobilemem", "lifecycle", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs")
 
 
 @dataclass(frozen=True)
@@ -145,14 +146,14 @@ def _run_log(run: RunDir) -> logging.Handler:
     handler = _RunLog(run.log, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     handler.addFilter(_Sanitizing())
-    for name in ("mobilemem", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs"):
+    for name in RUN_LOG_LOGGERS:
         logging.getLogger(name).addHandler(handler)
     logging.getLogger("mobilemem").setLevel(logging.INFO)
     return handler
 
 
 def _drop_run_log(handler: logging.Handler) -> None:
-    for name in ("mobilemem", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs"):
+    for name in RUN_LOG_LOGGERS:
         logging.getLogger(name).removeHandler(handler)
     handler.close()
 

@@ -188,6 +188,43 @@ def test_a_failed_subflow_turns_its_questions_into_counted_gaps(sample_root, sim
     assert sum(sum(reasons.values()) for reasons in s.gaps.values()) == 3
 
 
+def test_a_subflow_the_busy_prefect_api_refused_to_start_is_started_again(sample_root, simulator, tmp_path,
+                                                                         monkeypatch):
+    """The bench's lost user: POST /task_runs/ answered 503 past the client's retries while the
+    subflow was being created. Nothing of the user had run, so it is started again; no work repeats."""
+    import httpx
+    from prefect.client.orchestration import PrefectClient
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    from lifecycle import orchestration
+
+    real_create = PrefectClient.create_task_run
+    refused = []
+
+    async def busy_server(self, task, *args, **kwargs):
+        if task.name == "mobilemem-user" and len(refused) < 2:
+            request = httpx.Request("POST", "http://127.0.0.1/api/task_runs/")
+            response = httpx.Response(503, request=request, json={"exception_message": "Service Unavailable"})
+            refused.append(task.name)
+            raise PrefectHTTPStatusError.from_httpx_error(
+                httpx.HTTPStatusError("503 Service Unavailable", request=request, response=response))
+        return await real_create(self, task, *args, **kwargs)
+
+    simulator.reset()
+    monkeypatch.setattr(orchestration, "PAUSE_S", 0.05)
+    monkeypatch.setattr(PrefectClient, "create_task_run", busy_server)
+    code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path / "out", "--users", "0")
+    requests = simulator.requests
+    simulator.reset()
+    assert code == 0 and len(refused) == 2
+    s = summary(run)
+    assert s.scored == s.expected == 3 and not s.gaps and errors(run) == []
+    ingests = [r for r in requests if r.role == "ingest" and "session_id=0_1 date=" in json.dumps(r.body)]
+    assert len(ingests) == len([r for r in ingests if r.status == 200]) >= 1  # session 0_1 ingested once
+    assert read_record(run.user(0).session("0_1"), SessionFile).success
+    assert run.log.read_text().count("the Prefect API did not start the subflow of user 0") == 2
+
+
 def test_a_base_url_with_credentials_is_refused_in_one_line(sample_root, tmp_path, monkeypatch, capsys):
     from flows.mobilemem import main
 
