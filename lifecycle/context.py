@@ -18,6 +18,7 @@ from reme.application import Application
 from mobilemem.config import Config
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
+from mobilemem.records import JudgeSettingsFile
 from mobilemem.rundir import RunDir
 from lifecycle.dashboard import Dashboard, UserProgress
 
@@ -34,6 +35,8 @@ class RunContext:
     judgments: asyncio.Semaphore  # an additional cap on judgments alone
     disk: DiskGuard
     dashboard: Dashboard
+    judge_settings: JudgeSettingsFile
+    memory_fingerprints: dict[int, str]  # per user (mobilemem.fingerprints), written into its files
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
 
@@ -55,6 +58,8 @@ class UserContext:
     progress: UserProgress
     dashboard: Dashboard
     disk: DiskGuard
+    judge_settings: JudgeSettingsFile
+    memory_fingerprint: str
 
 
 _RUNS: dict[str, RunContext] = {}
@@ -77,4 +82,5 @@ def user_context(context: RunContext, user_id: int, app: Application) -> UserCon
                        dataset_root=context.dataset.root, config=context.config,
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
                        progress=context.dashboard.progress[user_id], dashboard=context.dashboard,
-                       disk=context.disk)
+                       disk=context.disk, judge_settings=context.judge_settings,
+                       memory_fingerprint=context.memory_fingerprints[user_id])

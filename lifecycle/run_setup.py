@@ -27,6 +27,7 @@ from prefect.runtime import flow_run
 import mobilemem_judge
 from mobilemem.config import Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
+from mobilemem import fingerprints
 from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, describe, error_record, sanitize
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
@@ -167,7 +168,8 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
     manifest = _manifest(plan, args)
     write_record(plan.run.run, manifest)
     plan.run.release_claim()
-    write_record(plan.run.judge_settings, mobilemem_judge.judge_settings(config.judge, judge))
+    judge_settings = mobilemem_judge.judge_settings(config.judge, judge)
+    write_record(plan.run.judge_settings, judge_settings)
     context = RunContext(
         run=plan.run, dataset=plan.dataset, config=config,
         candidate_model=build_chat_model(candidate, config.candidate),
@@ -177,12 +179,19 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         dashboard=Dashboard(RunIdentity.of(manifest), {u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions))
                                                  for u in plan.dataset.users}),
+        judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
         log_handler=_run_log(plan.run))
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")
     register(context)
     gc.freeze()  # imports, config and dataset views are permanent: keep them out of every collection
     return context
+
+
+def _memory_fingerprints(plan: Plan, model: str, manifest: RunFile) -> dict[int, str]:
+    return {u.user_id: fingerprints.memory_fingerprint(u, plan.dataset.root, model, plan.config.candidate,
+                                                       manifest.candidate, manifest.prompt_sha256, plan.simulate)
+            for u in plan.dataset.users}
 
 
 async def _cleanup(run: RunDir, step, *args) -> None:

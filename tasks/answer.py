@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem import usage
+from mobilemem import fingerprints, usage
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
@@ -51,7 +51,9 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     unsaved = save(user, paths.answer_response, AnswerResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
         response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
-        error_id=error.id if error else None), stage="answer", **ids)
+        error_id=error.id if error else None,
+        answer_fingerprint=fingerprints.answer_fingerprint(user.memory_fingerprint, job, user.config.candidate)),
+        stage="answer", **ids)
     if error is None and unsaved is None:
         user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")

@@ -56,7 +56,8 @@ async def _build(user: UserContext) -> StepOutcome:
     if unsaved is None:  # the completion marker, last, and only when everything before it is on disk
         sessions = [read_record(p, SessionFile) for p in sorted(paths.sessions.glob("*.json"))]
         unsaved = save(user, paths.memory_usage, MemoryUsageFile(
-            user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests)),
+            user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests),
+            memory_fingerprint=user.memory_fingerprint),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
         return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.reason)

@@ -53,7 +53,9 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
         question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,
         decided_by=judgment.decided_by if judgment else None, raw_reply=judgment.raw_reply if judgment else None,
         usage=scope.usage(), requests=scope.requests, error_kind=judgment.error_kind if judgment else None,
-        error_id=error.id if error else None, error=error.reason if error else None), stage="judge", **ids)
+        error_id=error.id if error else None, error=error.reason if error else None,
+        judgment_fingerprint=mobilemem_judge.judgment_fingerprint(question, prediction, user.judge_settings)),
+        stage="judge", **ids)
     if error is None and judgment is not None and unsaved is None:
         scores = overlap_scores(prediction, question.answer)
         unsaved = save(user, paths.metrics, MetricsFile(

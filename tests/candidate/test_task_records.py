@@ -3,6 +3,7 @@ simulator: the errors.jsonl line of a failed model request keeps where the runne
 when ReMe turned the failure into a failed job), and an answer cut short by its wall-clock budget
 keeps the request it cancelled in `answer-response.json`."""
 
+import mobilemem_judge
 import pytest
 
 from mobilemem.disk import DiskGuard
@@ -48,7 +49,10 @@ async def user_for(ingested, sim, config, copied_app, tmp_path):
                            config=config.model_copy(update={"candidate": candidate, "judge": judge}),
                            candidate_model=models[0], judge_model=models[1], progress=progress,
                            dashboard=Dashboard(RunIdentity("test", "no-flow-run"), {0: progress}),
-                           disk=DiskGuard(run.root, 0))
+                           disk=DiskGuard(run.root, 0),
+                           judge_settings=mobilemem_judge.judge_settings(
+                               judge, Endpoint.simulated("judge", config, sim.base_url)),
+                           memory_fingerprint="0" * 64)
 
     yield make
     for app in opened:

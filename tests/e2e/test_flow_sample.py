@@ -6,6 +6,9 @@ import pytest
 
 from conftest import MARKER
 from flows.mobilemem import main
+from mobilemem.config import load_config
+from mobilemem.dataset import CandidateQuestion
+from mobilemem.fingerprints import answer_fingerprint
 from mobilemem.records import (
     AnswerResponseFile,
     IndexResponseFile,
@@ -50,11 +53,20 @@ def test_exit_0_and_every_file_of_the_layout(sample_run):
         assert len(list(user.sessions.glob("*.json"))) == 4
         assert read_record(user.index_response, IndexResponseFile).success
         assert read_record(user.memory_usage, MemoryUsageFile).sessions == 4
+    memories = {u: read_record(run.user(u).memory_usage, MemoryUsageFile).memory_fingerprint for u in manifest.users}
+    assert len(set(memories.values())) == len(memories) and all(len(f) == 64 for f in memories.values())
+    config = load_config()
     for planned in manifest.questions:
         q = run.user(planned.user_id).question(planned.question_id)
-        assert read_record(q.job, JobFile).question_id == planned.question_id
-        assert read_record(q.answer_response, AnswerResponseFile).response.success
-        assert read_record(q.judgment, JudgmentFile).label == "CORRECT"
+        job = read_record(q.job, JobFile)
+        assert job.question_id == planned.question_id
+        answer = read_record(q.answer_response, AnswerResponseFile)
+        assert answer.response.success
+        assert answer.answer_fingerprint == answer_fingerprint(
+            memories[planned.user_id], CandidateQuestion(user_id=job.user_id, question_id=job.question_id,
+                                                         question=job.question), config.candidate)
+        judgment = read_record(q.judgment, JudgmentFile)
+        assert judgment.label == "CORRECT" and len(judgment.judgment_fingerprint) == 64
         read_record(q.metrics, MetricsFile)
         assert not q.error.exists()
 

@@ -227,6 +227,7 @@ class MemoryUsageFile(RecordBase):
     user_id: int
     sessions: int
     usage: Usage
+    memory_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what built it")
 
 
 # --- per question --------------------------------------------------------------------------------
@@ -269,6 +270,7 @@ class AnswerResponseFile(Timed):
     requests: list[ObservedRequest]
     latency_s: float
     error_id: str | None = None
+    answer_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what produced it")
 
 
 class JudgmentFile(Timed):
@@ -283,6 +285,7 @@ class JudgmentFile(Timed):
     error_kind: str | None = None
     error_id: str | None = None
     error: str | None = None
+    judgment_fingerprint: str | None = Field(default=None, description="mobilemem_judge.fingerprint")
 
 
 class MetricsFile(RecordBase):

@@ -1,0 +1,15 @@
+"""The judgment's fingerprint: what determines a label (the answer text, the question, its
+references and evidence, and the judge settings of judge-settings.json), computed on the judge's
+side of the boundary because it covers the references."""
+
+from __future__ import annotations
+
+from mobilemem.dataset import JudgeQuestion
+from mobilemem.fingerprints import digest
+from mobilemem.records import JudgeSettingsFile
+
+
+def judgment_fingerprint(question: JudgeQuestion, prediction: str, settings: JudgeSettingsFile) -> str:
+    return digest({"kind": "judgment", "question_id": question.question_id, "question": question.question,
+                   "references": question.answer, "evidence": question.evidence, "prediction": prediction,
+                   "settings": settings.model_dump(mode="json", exclude={"model_from_env"})})

@@ -1,0 +1,54 @@
+"""Fingerprints of what determines a result, so that a later run can tell whether an earlier run's
+memory or answer is the one it would produce itself (issue 14: runs that build on earlier runs).
+
+Each is the sha256 of a canonical JSON document (sorted keys, no whitespace) of its inputs:
+- memory = the user's sessions as read (every turn's text, role and image id, path, format and
+  byte size), the candidate model and preset (without the answer-only settings), the ReMe and
+  plugin provenance, every frozen text of the plugin, and whether the model was the simulator;
+- answer = the memory fingerprint, the question text and the answer-only settings.
+The judgment's fingerprint is the judge's (mobilemem_judge.fingerprint): it covers references,
+which the candidate side never sees. An image is identified by its path and size, not its bytes:
+hashing ~19,000 full-size images again would cost minutes of I/O per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mobilemem.config import CandidatePreset
+from mobilemem.dataset import CandidateQuestion, ScheduledUser
+from mobilemem.records import CandidateProvenance
+
+VERSION = 1
+ANSWER_ONLY = ("max_iters", "answer_timeout_s", "max_answer_bytes")
+
+
+def digest(document: Mapping[str, Any]) -> str:
+    canonical = json.dumps({"fingerprint_version": VERSION, **document}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _image_sizes(user: ScheduledUser, dataset_root: Path) -> dict[str, int]:
+    return {t.image.path: (dataset_root / t.image.path).stat().st_size
+            for s in user.sessions for t in s.turns if t.image is not None}
+
+
+def memory_fingerprint(user: ScheduledUser, dataset_root: Path, model: str, preset: CandidatePreset,
+                       candidate: CandidateProvenance, frozen: Mapping[str, str], simulated: bool) -> str:
+    return digest({
+        "kind": "memory", "user_id": user.user_id, "language": user.language,
+        "sessions": [s.model_dump(mode="json") for s in user.sessions],
+        "image_sizes": _image_sizes(user, dataset_root), "model": model,
+        "preset": preset.model_dump(mode="json", exclude=set(ANSWER_ONLY)),
+        "candidate": candidate.model_dump(mode="json"),
+        "frozen_texts": dict(frozen), "simulated": simulated})
+
+
+def answer_fingerprint(memory: str, job: CandidateQuestion, preset: CandidatePreset) -> str:
+    return digest({"kind": "answer", "memory": memory, "question_id": job.question_id, "question": job.question,
+                   "settings": preset.model_dump(mode="json", include=set(ANSWER_ONLY))})
