@@ -60,9 +60,10 @@ from tasks.finalize import finalize
 from tasks.index import build_index
 from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
+from tasks.reuse import reuse_user
 from tasks.skip import skip_question
 from lifecycle.orchestration import mark_started, start_patiently
-from lifecycle.outcome import run_step
+from lifecycle.outcome import StepOutcome, run_step
 from lifecycle.step_records import record_orphaned_questions
 
 
@@ -87,14 +88,21 @@ async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] |
 
 
 async def _question(context: RunContext, user: UserContext, job: CandidateQuestion,
-                    blocked: tuple[str, str, str | None] | None) -> None:
+                    blocked: tuple[str, str, str | None] | None, reused: StepOutcome) -> None:
     if blocked == NOT_RUN:  # the run stopped starting new work: the question is not attempted
         return
     if blocked is not None:
         await run_step(skip_question, quote(job), quote(user), *blocked)
         return
+    if job.question_id in reused.reused_judgments:  # answer and judgment copied from an earlier run
+        user.progress.bump(answered=1, judged=1)
+        return
     async with context.questions:  # one slot from the start of the answer to the end of its judgment
-        answered = await run_step(answer_question, quote(job), quote(user))
+        if job.question_id in reused.reused_answers:
+            user.progress.bump(answered=1)
+            answered = StepOutcome(success=True, answer=reused.reused_answers[job.question_id])
+        else:
+            answered = await run_step(answer_question, quote(job), quote(user))
         if answered.success:
             async with context.judgments:
                 await run_step(judge_answer, quote(context.dataset.judge_questions[job.question_id]),
@@ -109,11 +117,15 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
     # API calls on SQLite) overlap with other users' work instead of idling a slot.
     async with context.users:
+        reused = await run_step(reuse_user, quote(context), user_id) if context.reuse else StepOutcome(success=True)
         user = await run_setup.open_user(context, user_id)  # the user's ReMe application
         try:
             await context.dashboard.open_user(user_id)
-            blocked = await _history(scheduled.sessions, user)
-            await asyncio.gather(*(_question(context, user, job, blocked) for job in scheduled.questions))
+            if reused.reused:
+                user.progress.bump(ingested=len(scheduled.sessions))
+                user.progress.set_index("reused")
+            blocked = None if reused.reused else await _history(scheduled.sessions, user)
+            await asyncio.gather(*(_question(context, user, job, blocked, reused) for job in scheduled.questions))
             user.progress.finish()
         finally:
             await run_setup.close_user(user)
@@ -151,14 +163,16 @@ def _run_name() -> str:
 @flow(name="mobilemem", retries=0, persist_result=False, flow_run_name=_run_name)
 async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_concurrency: int | None = None,
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
-                    limit_questions: int | None = None, simulate: bool = False) -> SummaryFile | State:
+                    limit_questions: int | None = None, simulate: bool = False,
+                    reuse: list[Path] | None = None) -> SummaryFile | State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
             "query_concurrency": query_concurrency, "config": config, "users": users,
-            "limit_questions": limit_questions, "simulate": simulate}
+            "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []]}
     overrides = {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency}
     try:
-        plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate)
+        plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate,
+                                   [Path(p) for p in reuse or []])
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")
@@ -209,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="keep the first N selected questions of each user (smoke runs)")
     parser.add_argument("--simulate", action="store_true",
                         help="use the local model simulator for both roles (ignores LLM_* variables)")
+    parser.add_argument("--reuse", type=Path, action="append", metavar="RUN_DIR",
+                        help="copy from this earlier run directory every complete memory, successful answer "
+                             "and judgment this run would produce (same fingerprints); repeatable, first wins")
     return parser
 
 
@@ -252,12 +269,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = {"dataset": args.dataset, "output": args.output, "model": args.model,
               "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
               "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
-              "simulate": args.simulate}
+              "simulate": args.simulate, "reuse": args.reuse}
     overrides = {"model": args.model, "user_concurrency": args.user_concurrency,
                  "query_concurrency": args.query_concurrency}
     try:
         plan = run_setup.preflight(args.dataset, args.output, overrides, args.config, args.users,
-                                   args.limit_questions, args.simulate)
+                                   args.limit_questions, args.simulate, args.reuse)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1

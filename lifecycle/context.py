@@ -19,6 +19,7 @@ from mobilemem.config import Config
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.records import JudgeSettingsFile
+from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.dashboard import Dashboard, UserProgress
 
@@ -37,6 +38,7 @@ class RunContext:
     dashboard: Dashboard
     judge_settings: JudgeSettingsFile
     memory_fingerprints: dict[int, str]  # per user (mobilemem.fingerprints), written into its files
+    reuse: list[EarlierRun]  # `--reuse`, newest first
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
 

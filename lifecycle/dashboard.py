@@ -32,7 +32,7 @@ from mobilemem.records import RunFile
 console = logging.getLogger("mobilemem.progress")
 log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 3.0  # each table update is one database write on the Prefect server
-IndexStatus = Literal["waiting", "building", "built", "failed", "skipped", "not run"]
+IndexStatus = Literal["waiting", "building", "built", "reused", "failed", "skipped", "not run"]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from prefect.client.schemas.objects import StateType
 from prefect.states import Cancelled, Completed, Failed, State
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mobilemem.errors import sanitize
 from mobilemem.records import GapStage
@@ -33,6 +33,9 @@ class StepOutcome(BaseModel):
     not_run: bool = False  # the run had stopped starting new work (a full disk): nothing was attempted
     detail: str | None = None  # the sanitized one-line reason of a failure
     blocked: bool = False  # a question skipped because its user's history or index failed
+    reused: bool = False  # reuse_user only: the user's memory was copied from an earlier run
+    reused_answers: dict[str, str] = Field(default_factory=dict)  # question id -> the copied answer text
+    reused_judgments: tuple[str, ...] = ()  # question ids whose judgment was copied too
 
     def message(self) -> str:
         text = f"{self.reason}: {self.detail}" if self.detail and self.detail != self.reason else str(self.reason)

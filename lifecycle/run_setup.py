@@ -35,6 +35,7 @@ from mobilemem.prompts import frozen_hashes
 from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState, SummaryFile
 from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
+from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle.summary_files import write_summary
@@ -57,10 +58,26 @@ class Plan:
     simulate: bool
     candidate: Endpoint | None  # None when simulated: the simulator's address is known only later
     judge: Endpoint | None
+    reuse: list[EarlierRun]
+
+
+def _earlier_runs(paths: list[Path], run: RunDir) -> list[EarlierRun]:
+    earlier = []
+    for path in paths:
+        if not (Path(path) / "run.json").is_file():
+            raise ConfigError(f"--reuse {path}: not a run directory (it has no run.json)")
+        if Path(path).resolve() == run.root.resolve():
+            raise ConfigError(f"--reuse {path}: that is this run's own directory")
+        try:
+            earlier.append(EarlierRun.open(Path(path)))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--reuse {path}: its run.json cannot be read: {type(exc).__name__}") from None
+    return earlier
 
 
 def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_file: Path | None,
-              users: list[int] | None, limit_questions: int | None, simulate: bool) -> Plan:
+              users: list[int] | None, limit_questions: int | None, simulate: bool,
+              reuse: list[Path] | None = None) -> Plan:
     """Everything that can refuse the run, checked before any model request or file write."""
     config = load_config(config_file, overrides)
     candidate = judge = None
@@ -70,10 +87,11 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     run = RunDir.for_output(output, config.model)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
+    earlier = _earlier_runs(reuse or [], run)
     loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
                           max_session_images=config.candidate.max_images)
     run.claim()  # last: a refused start leaves nothing behind
-    return Plan(config, loaded, run, simulate, candidate, judge)
+    return Plan(config, loaded, run, simulate, candidate, judge, earlier)
 
 
 def _git() -> tuple[str | None, bool | None]:
@@ -180,6 +198,7 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
         dashboard=Dashboard(RunIdentity.of(manifest), {u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions))
                                                  for u in plan.dataset.users}),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
+        reuse=plan.reuse,
         log_handler=_run_log(plan.run))
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")

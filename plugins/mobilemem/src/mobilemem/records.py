@@ -230,6 +230,25 @@ class MemoryUsageFile(RecordBase):
     memory_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what built it")
 
 
+class ReusedItem(BaseModel):
+    """Where a copied item came from (issue 14): the earlier run and the item's fingerprint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    run_dir: str
+    run_id: str | None = Field(description="the earlier run's parent flow-run id")
+    fingerprint: str
+
+
+class ReuseFile(RecordBase):
+    """users/<uid>/reuse.json: what of this user was copied from an earlier run (`--reuse`); absent
+    when nothing was. Copied files keep their bytes; their usage is not this run's."""
+
+    user_id: int
+    memory: ReusedItem | None = None
+    answers: dict[str, ReusedItem] = Field(default_factory=dict)
+    judgments: dict[str, ReusedItem] = Field(default_factory=dict)
+
+
 # --- per question --------------------------------------------------------------------------------
 
 
@@ -337,15 +356,29 @@ class MeanTokens(BaseModel):
                                                         "of it reported usage (null in older summaries)")
     attempted: int
     completed: int
+    reused: int = Field(default=0, description="units copied from an earlier run (`--reuse`): not in this mean")
+
+
+class ReusedSummary(BaseModel):
+    """What this run copied from earlier runs, and what it cost there (never counted again here)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    users: int = 0  # memories copied
+    sessions: int = 0
+    answers: int = 0
+    judgments: int = 0
+    memory: Usage | None = Field(default=None, description="the copied sessions' usage, in the earlier run")
+    answer: Usage | None = Field(default=None, description="the copied answers' usage, in the earlier run")
 
 
 class UsageSummary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     policy_version: Literal[2] = 2
-    memory: Usage = Field(description="from sessions/*.json (the index makes no request)")
-    answer: Usage = Field(description="from answer-response.json")
-    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users")
-    mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions")
+    memory: Usage = Field(description="from sessions/*.json made in this run (the index makes no request)")
+    answer: Usage = Field(description="from answer-response.json made in this run")
+    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users not reused")
+    mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions not reused")
+    reused: ReusedSummary = Field(default_factory=ReusedSummary)
 
 
 class SummaryFile(RecordBase):

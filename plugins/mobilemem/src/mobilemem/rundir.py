@@ -85,6 +85,10 @@ class UserDir:
     def memory_usage(self) -> Path:
         return self.root / "memory_usage.json"
 
+    @property
+    def reuse(self) -> Path:
+        return self.root / "reuse.json"
+
     def question(self, question_id: str) -> QuestionDir:
         return QuestionDir(self.root / "questions" / question_id)
 

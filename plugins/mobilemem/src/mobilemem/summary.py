@@ -28,6 +28,8 @@ from mobilemem.records import (
     ObservedRequest,
     PlannedQuestion,
     ResultLine,
+    ReusedSummary,
+    ReuseFile,
     RunFile,
     Score,
     SessionFile,
@@ -103,33 +105,50 @@ def _known_tokens(requests: list[ObservedRequest]) -> int | None:
     return None if usage.tokens.reported_by < usage.successful_requests else usage.tokens.value or 0
 
 
-def _mean_tokens(units: list[list[ObservedRequest]], attempted: int, completed: int) -> MeanTokens:
+def _mean_tokens(units: list[list[ObservedRequest]], attempted: int, completed: int, reused: int) -> MeanTokens:
     """The mean over the units (users, questions) whose token count is known; `known` of `denominator`."""
     known = [t for t in map(_known_tokens, units) if t is not None]
     tokens = sum(known) if known else None
     return MeanTokens(value=tokens / len(known) if known else None, tokens=tokens, denominator=len(units),
-                      known=len(known), attempted=attempted, completed=completed)
+                      known=len(known), attempted=attempted, completed=completed, reused=reused)
+
+
+def _reuse_records(run: RunDir, plan: RunFile) -> dict[int, ReuseFile]:
+    return {u: read_record(run.user(u).reuse, ReuseFile) for u in plan.users if run.user(u).reuse.is_file()}
+
+
+def _session_requests(run: RunDir, user_id: int) -> list[list[ObservedRequest]]:
+    sessions = run.user(user_id).sessions
+    return [read_record(p, SessionFile).requests for p in sorted(sessions.glob("*.json"))] if sessions.is_dir() else []
 
 
 def _usage(run: RunDir, plan: RunFile, outcomes: list[_Outcome]) -> UsageSummary:
-    per_user: dict[int, list[ObservedRequest]] = {user_id: [] for user_id in plan.users}
-    users_attempted = users_completed = 0
-    for user_id in plan.users:
-        user = run.user(user_id)
-        sessions = sorted(user.sessions.glob("*.json")) if user.sessions.is_dir() else []
-        users_attempted += bool(sessions)
-        users_completed += user.memory_usage.exists()
-        for path in sessions:
-            per_user[user_id] += read_record(path, SessionFile).requests
+    """Usage policy v2: what this run sent. Memories and answers copied from an earlier run
+    (`reuse.json`) are reported apart, with their original usage, and are in no mean."""
+    reuse = _reuse_records(run, plan)
+    fresh_users = [u for u in plan.users if u not in reuse or reuse[u].memory is None]
+    copied_answers = {q for r in reuse.values() for q in r.answers}
+    per_user = {u: [r for s in _session_requests(run, u) for r in s] for u in fresh_users}
     memory = summarize(r for requests in per_user.values() for r in requests)
-    per_question = [o.answer.requests if o.answer else [] for o in outcomes]
-    for outcome, requests in zip(outcomes, per_question):
-        per_user[outcome.planned.user_id] += requests  # run.json plans questions of scheduled users only
+    fresh = [o for o in outcomes if o.planned.question_id not in copied_answers]
+    per_question = [o.answer.requests if o.answer else [] for o in fresh]
+    for outcome, requests in zip(fresh, per_question):
+        if outcome.planned.user_id in per_user:
+            per_user[outcome.planned.user_id] += requests  # run.json plans questions of scheduled users only
+    reused_sessions = [s for u in plan.users if u not in per_user for s in _session_requests(run, u)]
+    copied = [o for o in outcomes if o.planned.question_id in copied_answers]
     return UsageSummary(
         memory=memory, answer=summarize(r for requests in per_question for r in requests),
-        mean_tokens_per_user=_mean_tokens(list(per_user.values()), users_attempted, users_completed),
-        mean_tokens_per_question=_mean_tokens(per_question, sum(o.answer is not None for o in outcomes),
-                                              sum(o.answered for o in outcomes)))
+        mean_tokens_per_user=_mean_tokens(
+            list(per_user.values()), sum(bool(_session_requests(run, u)) for u in fresh_users),
+            sum(run.user(u).memory_usage.exists() for u in fresh_users), len(plan.users) - len(fresh_users)),
+        mean_tokens_per_question=_mean_tokens(per_question, sum(o.answer is not None for o in fresh),
+                                              sum(o.answered for o in fresh), len(copied)),
+        reused=ReusedSummary(
+            users=len(plan.users) - len(fresh_users), sessions=len(reused_sessions), answers=len(copied),
+            judgments=sum(len(r.judgments) for r in reuse.values()),
+            memory=summarize(r for s in reused_sessions for r in s) if reused_sessions else None,
+            answer=summarize(r for o in copied if o.answer for r in o.answer.requests) if copied else None))
 
 
 def _result(outcome: _Outcome) -> ResultLine:
