@@ -26,7 +26,6 @@ import signal
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from datetime import UTC, datetime
 from pathlib import Path
 
 if __name__ == "__main__" and not __package__:
@@ -39,21 +38,18 @@ if __name__ == "__main__" and not __package__:
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
-from prefect.runtime import flow_run
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
 from mobilemem.dataset import DATASET_ID, CandidateQuestion
-from mobilemem.config import load_config
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.process_guard import guard_descendants
-from mobilemem.records import RunFile, RunState, SummaryFile
-from mobilemem.rundir import RunDir, append_error, read_record
+from mobilemem.records import RunState, SummaryFile
+from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from mobilemem.summary import liveness
-from lifecycle import console, run_setup
-from lifecycle.summary_files import write_summary
+from lifecycle import commands, console, run_setup
+from lifecycle import plan as plan_command
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
 from tasks.finalize import finalize
@@ -68,6 +64,8 @@ from lifecycle.step_records import record_orphaned_questions
 
 
 NOT_RUN = ("not_run", "the run stopped starting new work", None)
+REJUDGE_NO_MEMORY = "rejudge: the earlier run has no reusable memory of this user"
+REJUDGE_NO_ANSWER = "rejudge: the earlier run has no reusable answer"
 
 
 async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
@@ -97,6 +95,9 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
     if job.question_id in reused.reused_judgments:  # answer and judgment copied from an earlier run
         user.progress.bump(answered=1, judged=1)
         return
+    if context.rejudge and job.question_id not in reused.reused_answers:  # the candidate is never asked
+        await run_step(skip_question, quote(job), quote(user), "answer", REJUDGE_NO_ANSWER, None)
+        return
     async with context.questions:  # one slot from the start of the answer to the end of its judgment
         if job.question_id in reused.reused_answers:
             user.progress.bump(answered=1)
@@ -124,7 +125,10 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
             if reused.reused:
                 user.progress.bump(ingested=len(scheduled.sessions))
                 user.progress.set_index("reused")
-            blocked = None if reused.reused else await _history(scheduled.sessions, user)
+            if reused.reused or context.rejudge:
+                blocked = None if reused.reused else ("history", REJUDGE_NO_MEMORY, None)
+            else:
+                blocked = await _history(scheduled.sessions, user)
             await asyncio.gather(*(_question(context, user, job, blocked, reused) for job in scheduled.questions))
             user.progress.finish()
         finally:
@@ -148,31 +152,21 @@ async def _user(context: RunContext, user_id: int) -> None:
         record_orphaned_questions(context, user_id, error)
 
 
-def _run_name() -> str:
-    """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`."""
-    parameters = flow_run.parameters
-    model = parameters.get("model")
-    if not model:
-        try:
-            model = load_config(parameters.get("config")).model
-        except ConfigError:
-            model = "mobilemem"
-    return f"{model}-{datetime.now(UTC):%Y%m%d-%H%M}"
-
-
-@flow(name="mobilemem", retries=0, persist_result=False, flow_run_name=_run_name)
+@flow(name="mobilemem", retries=0, persist_result=False, flow_run_name=run_setup.run_name)
 async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_concurrency: int | None = None,
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
                     limit_questions: int | None = None, simulate: bool = False,
-                    reuse: list[Path] | None = None) -> SummaryFile | State:
+                    reuse: list[Path] | None = None, rejudge: Path | None = None,
+                    judge_model: str | None = None) -> SummaryFile | State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
             "query_concurrency": query_concurrency, "config": config, "users": users,
-            "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []]}
-    overrides = {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency}
+            "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []],
+            "rejudge": str(rejudge) if rejudge else None, "judge_model": judge_model}
+    overrides = _overrides(model, user_concurrency, query_concurrency, judge_model)
     try:
         plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate,
-                                   [Path(p) for p in reuse or []])
+                                   [Path(p) for p in reuse or []], Path(rejudge) if rejudge else None)
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")
@@ -191,19 +185,6 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
         return summary if summary.state == state else summary.model_copy(update={"state": state})
 
 
-def _user_ids(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--users takes comma-separated integer user ids, got {text!r}") from None
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python flows/mobilemem.py",
@@ -214,12 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, required=True,
                         help="the run goes to OUTPUT/mobilemem/<model>/ (refused if it exists)")
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
-    parser.add_argument("--user-concurrency", type=_positive, help="users evaluated at once (default 4)")
-    parser.add_argument("--query-concurrency", type=_positive,
+    parser.add_argument("--user-concurrency", type=commands.positive, help="users evaluated at once (default 4)")
+    parser.add_argument("--query-concurrency", type=commands.positive,
                         help="questions in flight across all users, answer start to judgment end (default 16)")
     parser.add_argument("--config", type=Path, help="YAML file deep-merged over the defaults")
-    parser.add_argument("--users", type=_user_ids, help="only these user ids, comma-separated")
-    parser.add_argument("--limit-questions", type=_positive,
+    parser.add_argument("--users", type=commands.user_ids, help="only these user ids, comma-separated")
+    parser.add_argument("--limit-questions", type=commands.positive,
                         help="keep the first N selected questions of each user (smoke runs)")
     parser.add_argument("--simulate", action="store_true",
                         help="use the local model simulator for both roles (ignores LLM_* variables)")
@@ -229,34 +210,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _summarize(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py summarize",
-                                     description="Recompute summary.json and results.jsonl of a run directory.")
-    parser.add_argument("run_dir", type=Path)
-    run_dir = parser.parse_args(argv).run_dir
-    if not (run_dir / "run.json").is_file():
-        print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
-        return 1
-    summary = write_summary(run_dir)
-    print(_headline(run_dir, summary))
-    why = liveness(read_record(RunDir(run_dir).run, RunFile), datetime.now(UTC), 3 * run_setup.HEARTBEAT_S + 30)
-    if why is not None:
-        print(f"mobilemem: the run in {run_dir} is not alive: {why}; its {summary.not_attempted} questions "
-              "without an outcome are reported as not attempted (status not_run)", file=sys.stderr)
-    return 0
-
-
-def _headline(run_dir: Path, summary: SummaryFile) -> str:
-    def pct(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.4f}"
-
-    gaps = sum(n for reasons in summary.gaps.values() for n in reasons.values())
-    return (f"run directory: {run_dir}\n"
-            f"scored {summary.scored}/{summary.expected} questions ({gaps} technical gaps)"
-            f"{' [simulated]' if summary.simulated else ''}: accuracy {pct(summary.overall.accuracy)}, "
-            f"F1 {pct(summary.overall.f1)}, BLEU-1 {pct(summary.overall.bleu1)}")
-
-
 def _terminate(signum: int, _frame: object) -> None:
     raise TerminationSignal(signal=signum)
 
@@ -264,17 +217,35 @@ def _terminate(signum: int, _frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["summarize"]:
-        return _summarize(argv[1:])
+        return commands.summarize(argv[1:])
+    if argv[:1] == ["plan"]:
+        return plan_command.main(argv[1:])
+    if argv[:1] == ["rejudge"]:
+        params = commands.rejudge_params(argv[1:])
+        if isinstance(params, int):
+            return params
+        code = _evaluate(params)
+        return commands.report_rejudge(params, code)
     args = build_parser().parse_args(argv)
-    params = {"dataset": args.dataset, "output": args.output, "model": args.model,
-              "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
-              "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
-              "simulate": args.simulate, "reuse": args.reuse}
-    overrides = {"model": args.model, "user_concurrency": args.user_concurrency,
-                 "query_concurrency": args.query_concurrency}
+    return _evaluate({"dataset": args.dataset, "output": args.output, "model": args.model,
+                      "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
+                      "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
+                      "simulate": args.simulate, "reuse": args.reuse})
+
+
+def _overrides(model: str | None, user_concurrency: int | None, query_concurrency: int | None,
+               judge_model: str | None) -> dict:
+    return {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency,
+            "judge": {"model": judge_model} if judge_model else None}
+
+
+def _evaluate(params: dict) -> int:
+    overrides = _overrides(params["model"], params.get("user_concurrency"), params.get("query_concurrency"),
+                           params.get("judge_model"))
     try:
-        plan = run_setup.preflight(args.dataset, args.output, overrides, args.config, args.users,
-                                   args.limit_questions, args.simulate, args.reuse)
+        plan = run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
+                                   params["users"], params["limit_questions"], params["simulate"],
+                                   params.get("reuse"), params.get("rejudge"))
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
@@ -292,17 +263,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
         return 130
     except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
-        return run_setup.after_failure(plan.run, exc, _headline)
+        return run_setup.after_failure(plan.run, exc, commands.headline)
     finally:
         signal.signal(signal.SIGTERM, previous)
         guard.stop()
-    print(_headline(plan.run.root, summary))
+    print(commands.headline(plan.run.root, summary))
     if summary.state == "interrupted_by_error":
         print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
               f"{plan.run.root} (exit 3)", file=sys.stderr)
         return 3
     return 2 if summary.cleanup_error_count else 0
-
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ class RunContext:
     judge_settings: JudgeSettingsFile
     memory_fingerprints: dict[int, str]  # per user (mobilemem.fingerprints), written into its files
     reuse: list[EarlierRun]  # `--reuse`, newest first
+    rejudge: bool  # judge every reused answer again; never ask the candidate
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
 

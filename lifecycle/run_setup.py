@@ -59,6 +59,7 @@ class Plan:
     candidate: Endpoint | None  # None when simulated: the simulator's address is known only later
     judge: Endpoint | None
     reuse: list[EarlierRun]
+    rejudge: bool = False  # reuse every memory and answer, judge again, ask the candidate nothing
 
 
 def _earlier_runs(paths: list[Path], run: RunDir) -> list[EarlierRun]:
@@ -75,11 +76,29 @@ def _earlier_runs(paths: list[Path], run: RunDir) -> list[EarlierRun]:
     return earlier
 
 
+def run_name() -> str:
+    """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`."""
+    parameters = flow_run.parameters
+    model = parameters.get("model")
+    if not model:
+        try:
+            model = load_config(parameters.get("config")).model
+        except ConfigError:
+            model = "mobilemem"
+    return f"{model}-{datetime.now(UTC):%Y%m%d-%H%M}"
+
+
 def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_file: Path | None,
               users: list[int] | None, limit_questions: int | None, simulate: bool,
-              reuse: list[Path] | None = None) -> Plan:
-    """Everything that can refuse the run, checked before any model request or file write."""
-    config = load_config(config_file, overrides)
+              reuse: list[Path] | None = None, rejudge: Path | None = None) -> Plan:
+    """Everything that can refuse the run, checked before any model request or file write. For a
+    `rejudge` run, the earlier run's effective configuration is the base, and it is the one reused."""
+    base = None
+    if rejudge is not None:
+        if not (Path(rejudge) / "run.json").is_file():
+            raise ConfigError(f"rejudge {rejudge}: not a run directory (it has no run.json)")
+        base, reuse = read_record(RunDir(Path(rejudge)).run, RunFile).config, [Path(rejudge)]
+    config = load_config(config_file, overrides, base=base)
     candidate = judge = None
     if not simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
@@ -91,7 +110,7 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
                           max_session_images=config.candidate.max_images)
     run.claim()  # last: a refused start leaves nothing behind
-    return Plan(config, loaded, run, simulate, candidate, judge, earlier)
+    return Plan(config, loaded, run, simulate, candidate, judge, earlier, rejudge is not None)
 
 
 def _git() -> tuple[str | None, bool | None]:
@@ -116,7 +135,7 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _candidate(config: Config) -> CandidateProvenance:
+def candidate_provenance(config: Config) -> CandidateProvenance:
     versions = _versions()
     return CandidateProvenance(reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
                                preset=reme_app.PRESET, plugin=PLUGIN_NAME, plugin_version=versions["mobilemem"],
@@ -131,7 +150,7 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
         package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
-        prompt_sha256=frozen_hashes(), candidate=_candidate(plan.config), started_at=datetime.now(UTC),
+        prompt_sha256=frozen_hashes(), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
         flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,
@@ -198,7 +217,7 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
         dashboard=Dashboard(RunIdentity.of(manifest), {u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions))
                                                  for u in plan.dataset.users}),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
-        reuse=plan.reuse,
+        reuse=plan.reuse, rejudge=plan.rejudge,
         log_handler=_run_log(plan.run))
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")

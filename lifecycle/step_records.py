@@ -49,8 +49,7 @@ async def record_gap(user: UserContext, question_id: str, stage: GapStage, reaso
         user.disk.note(exc)
         log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, exc.strerror)
     user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail,
-                       blocked=stage in ("history", "index"))
+    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail)
 
 
 def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:

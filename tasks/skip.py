@@ -22,4 +22,4 @@ async def skip_question(job: CandidateQuestion, user: UserContext, stage: GapSta
     write_job(job, user)
     outcome = await record_gap(user, job.question_id, stage, reason, error_id)
     question_files(user, job.question_id, "skipped question")
-    return outcome
+    return outcome.model_copy(update={"blocked": True})

@@ -4,13 +4,20 @@ only what it sent, reports the rest as reused with where it came from, and leave
 
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
+from conftest import ROOT
 from e2e.runs import run_cli, summary
+from flows.mobilemem import main
 from mobilemem.dataset import load_dataset
-from mobilemem.records import JobFile, ReuseFile, RunFile, SessionFile
-from mobilemem.rundir import read_record
+from mobilemem.records import AnswerResponseFile, JobFile, RejudgeFile, ReuseFile, RunFile, SessionFile
+from mobilemem.rundir import RunDir, read_record
 from mobilemem.simulator import FaultRule
 from mobilemem.usage import summarize
 
@@ -85,4 +92,70 @@ def test_the_reused_items_are_as_in_a_and_say_where_they_came_from(runs):
 
 def test_a_is_byte_identical_after_b(runs):
     _, run_a, _, _, _, before, _ = runs
+    assert _tree_digest(run_a.root) == before
+
+
+def test_after_kill_9_mid_answering_reuse_completes_without_repeating_work(sample_root, simulator, tmp_path,
+                                                                           monkeypatch):
+    """`kill -9` while user 0 answers (one user at a time, so users 1 and 2 have not started), then
+    `--reuse`: no session is ingested twice and no completed answer is asked again."""
+    simulator.reset()
+    simulator.latency_s = 0.6  # user 0's answers take seconds: the kill lands before user 1 starts
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "LLM_API_KEY": "sk-reuse-kill-test",
+           "LLM_BASE_URL": simulator.base_url}
+    env.pop("PREFECT_API_URL", None)
+    runner = subprocess.Popen([sys.executable, str(ROOT / "flows" / "mobilemem.py"), "--dataset", str(sample_root),
+                               "--output", str(tmp_path / "a"), "--user-concurrency", "1"], env=env, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_a = RunDir.for_output(tmp_path / "a", "qwen3.8-max")
+    deadline = time.monotonic() + 180
+    try:
+        while not (run_a.user(0).memory_usage.exists() and list(run_a.user(0).root.glob("questions/*/answer-response.json"))):
+            assert runner.poll() is None and time.monotonic() < deadline, "the run never reached user 0's answers"
+            time.sleep(0.02)
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        simulator.wait_idle()
+    a_state = read_record(run_a.run, RunFile).state
+    ingested_in_a = {p.stem for p in run_a.root.glob("users/*/sessions/*.json")}
+    answered_in_a = {p.parent.name for p in run_a.root.glob("users/*/questions/*/answer-response.json")
+                     if read_record(p, AnswerResponseFile).response and read_record(p, AnswerResponseFile).response.success}
+    simulator.reset()
+    code, run_b = run_cli(monkeypatch, simulator, sample_root, tmp_path / "b", "--reuse", str(run_a.root))
+    requests = simulator.requests
+    simulator.reset()
+    assert a_state == "running"  # killed: run.json readable, never marked completed
+    assert code == 0 and summary(run_b).scored == 9
+    sessions = [s.session_id for u in load_dataset(sample_root).users for s in u.sessions]
+    ingested_in_b = {sid for r in requests if r.role == "ingest" for sid in sessions
+                     if f"session_id={sid} date=" in json.dumps(r.body)}
+    assert ingested_in_b and not ingested_in_b & ingested_in_a, (ingested_in_a, ingested_in_b)
+    asked_in_b = {p.parent.name for p in run_b.root.glob("users/*/questions/*/answer-response.json")
+                  if p.stat().st_nlink == 1}  # a reused answer is a hard link to A's file
+    assert answered_in_a and not asked_in_b & answered_in_a, (answered_in_a, asked_in_b)
+    assert summary(run_b).usage.reused.answers == len(answered_in_a)
+
+
+def test_rejudge_judges_every_reused_answer_again_and_asks_the_candidate_nothing(runs, simulator, tmp_path,
+                                                                                monkeypatch, capsys):
+    _, run_a, _, _, _, before, failed_answer = runs
+    simulator.reset()
+    monkeypatch.setenv("LLM_API_KEY", "sk-rejudge-test")
+    monkeypatch.setenv("LLM_BASE_URL", simulator.base_url)
+    code = main(["rejudge", str(run_a.root), "--output", str(tmp_path / "r"), "--judge-model", "another-judge"])
+    requests = simulator.requests
+    simulator.reset()
+    assert code == 0
+    assert {r.role for r in requests} == {"judge"} and len(requests) == 5  # A's five answers, judged again
+    run_r = RunDir.for_output(tmp_path / "r", "qwen3.8-max")
+    s = summary(run_r)
+    assert (s.scored, s.expected, s.usage.reused.answers, s.usage.reused.judgments) == (5, 9, 5, 0)
+    assert s.gaps == {"answer": {"rejudge: the earlier run has no reusable answer": 1},
+                      "history": {"rejudge: the earlier run has no reusable memory of this user": 3}}
+    assert s.usage.memory.requests == 0 and s.usage.answer.requests == 0
+    result = read_record(run_r.rejudge, RejudgeFile)
+    assert (result.compared, result.judge_model_before, result.judge_model_after) == (5, "qwen3.8-max", "another-judge")
+    assert result.flips == [] and result.accuracy_before == result.accuracy_after == 1.0
+    assert "rejudge: 5 questions judged in both runs" in capsys.readouterr().out
     assert _tree_digest(run_a.root) == before

@@ -143,11 +143,16 @@ def _explain(exc: ValidationError, source: str) -> ConfigError:
     return ConfigError("invalid configuration:\n" + "\n".join(lines))
 
 
-def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
-    """Defaults, then `path` deep-merged over them, then `overrides` (already nested, None = unset)."""
-    defaults, _ = defaults_file()
-    source = str(defaults)
-    data = _parse_yaml(_read(defaults, "defaults file"), source)
+def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = None,
+                base: Mapping[str, Any] | None = None) -> Config:
+    """Defaults (or `base`: an earlier run's effective configuration, for `rejudge`), then `path`
+    deep-merged over them, then `overrides` (already nested, None = unset)."""
+    if base is not None:
+        source, data = "the earlier run's configuration", dict(base)
+    else:
+        defaults, _ = defaults_file()
+        source = str(defaults)
+        data = _parse_yaml(_read(defaults, "defaults file"), source)
     if path is not None:
         source = str(path)
         data = deep_merge(data, _parse_yaml(_read(Path(path), "configuration file"), source))

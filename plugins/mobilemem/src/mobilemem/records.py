@@ -249,6 +249,26 @@ class ReuseFile(RecordBase):
     judgments: dict[str, ReusedItem] = Field(default_factory=dict)
 
 
+class LabelFlip(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    question_id: str
+    before: Label
+    after: Label
+
+
+class RejudgeFile(RecordBase):
+    """rejudge.json of a `rejudge` run: its judgments against the earlier run's, question by question."""
+
+    earlier_run: str
+    earlier_run_id: str | None
+    judge_model_before: str
+    judge_model_after: str
+    compared: int = Field(description="questions judged in both runs")
+    accuracy_before: float | None = Field(description="over the compared questions")
+    accuracy_after: float | None
+    flips: list[LabelFlip]
+
+
 # --- per question --------------------------------------------------------------------------------
 
 

@@ -153,6 +153,10 @@ class RunDir:
         return self.root / "judge-settings.json"
 
     @property
+    def rejudge(self) -> Path:
+        return self.root / "rejudge.json"
+
+    @property
     def summary(self) -> Path:
         return self.root / "summary.json"
 

@@ -1,0 +1,168 @@
+"""`plan` (issue 14): after the full dataset preflight, the counts, what `--reuse` would copy (the lookups
+of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula.
+No model request, no file written: unlike `run_setup.preflight`, nothing claims the run directory."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import unicodedata
+from pathlib import Path
+
+from PIL import Image
+
+import mobilemem_judge
+from mobilemem import fingerprints, reuse
+from mobilemem.config import Config, load_config
+from mobilemem.dataset import Dataset, ScheduledUser, load_dataset
+from mobilemem.errors import ConfigError, DatasetError, describe
+from mobilemem.images import SUPPORTED_FORMATS
+from mobilemem.models import Endpoint
+from mobilemem.prompts import frozen_hashes
+from mobilemem.records import JudgeSettingsFile
+from mobilemem.rundir import RunDir
+from lifecycle import commands
+from lifecycle.reuse_match import UserMatch, match_user
+from lifecycle.run_setup import candidate_provenance  # as run.json records it: fingerprints agree
+
+OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
+RETRIEVED_TOKENS = 3_000  # per answer iteration: the memory it is assumed to read back
+ANSWER_TOKENS = 200  # the answer assumed in a judge prompt
+PATCH_PX = 28  # Qwen-VL: one image token per 28x28-pixel patch (14-pixel patches merged 2x2)
+HEADER_FORMATS = [f for f in SUPPORTED_FORMATS if f != "MPO"]  # Pillow reads MPO with its JPEG parser
+
+
+def text_tokens(text: str) -> int:
+    """1 per CJK character (East Asian Width W or F), plus the other characters / 4, rounded up."""
+    wide = sum(unicodedata.east_asian_width(ch) in ("W", "F") for ch in text)
+    return wide + math.ceil((len(text) - wide) / 4)
+
+
+def image_tokens(path: Path) -> int:
+    """ceil(width/28) * ceil(height/28), from the header alone (preflight has decoded it in full)."""
+    with Image.open(path, formats=HEADER_FORMATS) as img:  # an MPO's size is its first picture's, the one sent
+        width, height = img.size
+    return math.ceil(width / PATCH_PX) * math.ceil(height / PATCH_PX)
+
+
+def cost(per_unit: int, fixed: int, units: list[int]) -> tuple[int, int]:
+    """(requests, prompt tokens): `per_unit` requests per unit, each `fixed` + the unit's own tokens."""
+    return per_unit * len(units), per_unit * (fixed * len(units) + sum(units))
+
+
+def _reuse(args: argparse.Namespace, dataset: Dataset, config: Config,
+           settings: JudgeSettingsFile) -> dict[int, UserMatch]:
+    """Per user: the memory fingerprint `open_run` computes and what `tasks/reuse.py` would copy (copying nothing)."""
+    provenance, frozen = candidate_provenance(config), frozen_hashes()
+    try:
+        earlier = [reuse.EarlierRun.open(path) for path in args.reuse]
+        return {user.user_id: match_user(
+            earlier, user, fingerprints.memory_fingerprint(user, dataset.root, config.model, config.candidate,
+                                                           provenance, frozen, args.simulate),  # as in open_run
+            config.candidate, dataset.judge_questions, settings) for user in dataset.users}
+    except (OSError, ValueError) as exc:  # not a run directory, or a record that does not validate
+        raise ConfigError(f"--reuse: {describe(exc)}") from None
+
+
+def _judge_endpoint(config: Config, simulate: bool) -> tuple[Endpoint, str | None]:
+    """The run's judge (`Endpoint.from_env` honours JUDGE_MODEL_NAME), else the configured one and a note."""
+    try:
+        if not simulate:
+            Endpoint.from_env("candidate", config)
+            return Endpoint.from_env("judge", config), None
+    except ConfigError as exc:
+        note = f"note: without --simulate the run would refuse to start: {exc}"
+        return Endpoint.simulated("judge", config, "http://plan"), note
+    return Endpoint.simulated("judge", config, "http://plan"), None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py plan",
+                                     description="Preflight, then the size of the run: nothing is sent or written.")
+    parser.add_argument("--dataset", type=Path, required=True)
+    parser.add_argument("--output", type=Path, help="also say whether the run directory there is free")
+    parser.add_argument("--users", type=commands.user_ids, help="only these user ids, comma-separated")
+    parser.add_argument("--limit-questions", type=commands.positive)
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--model", help="candidate model name (default from the configuration)")
+    parser.add_argument("--simulate", action="store_true", help="plan a run against the simulator")
+    parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
+    parser.add_argument("--iterations-per-session", type=commands.positive, default=3)
+    parser.add_argument("--iterations-per-question", type=commands.positive, default=6)
+    return parser
+
+
+def _row(label: str, counts: tuple[int, int], formula: str = "", sign: int = 1) -> str:
+    return (f"  {label:<10}{sign * counts[0]:>9,} requests {sign * counts[1]:>13,} prompt tokens"
+            f"{'  = ' + formula if formula else ''}")
+
+
+def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, k: int, m: int) -> list[str]:
+    """Per stage (memory, answers, judge): its cost next to its formula, then the reused part of it."""
+    sessions = [(s, found[u.user_id].source is not None) for u in dataset.users for s in u.sessions]
+    jobs = [(q, found[u.user_id]) for u in dataset.users for q in u.questions]
+    text = [sum(text_tokens(t.text) for t in s.turns if t.text) for s, _ in sessions]
+    images = [sum(image_tokens(dataset.path_of(t.image)) for t in s.turns if t.image) for s, _ in sessions]
+    questions = [text_tokens(q.question) for q, _ in jobs]
+    filled = [text_tokens(mobilemem_judge.fill(rubric, dataset.judge_questions[q.question_id], "")) for q, _ in jobs]
+    stages = [  # name, requests per unit, fixed tokens per request, each unit's own tokens, reused units, formula
+        ("memory", k, OVERHEAD_TOKENS, [a + b for a, b in zip(text, images, strict=True)], [r for _, r in sessions],
+         f"{k} iterations x ({len(sessions)} sessions x {OVERHEAD_TOKENS:,} overhead + {sum(text):,} transcript "
+         f"text + {sum(images):,} image tokens)"),
+        ("answers", m, OVERHEAD_TOKENS + RETRIEVED_TOKENS, questions, [q.question_id in r.answers for q, r in jobs],
+         f"{m} iterations x ({len(jobs)} questions x ({OVERHEAD_TOKENS:,} overhead + {RETRIEVED_TOKENS:,} "
+         f"retrieved) + {sum(questions):,} question tokens)"),
+        ("judge", 1, ANSWER_TOKENS, filled, [q.question_id in r.judgments for q, r in jobs],
+         f"1 request x ({len(jobs)} questions x {ANSWER_TOKENS} assumed answer + {sum(filled):,} tokens of the "
+         "rubric filled with question, references and evidence)")]
+    lines = ["estimate, if every step succeeds (text tokens: 1 per CJK character + other characters / 4, rounded up;",
+             f"  image tokens: ceil(width/{PATCH_PX}) x ceil(height/{PATCH_PX}) per image (Qwen-VL), uncapped):"]
+    total, reused = (0, 0), (0, 0)
+    for name, per_unit, fixed, units, copied, formula in stages:
+        full, mine = cost(per_unit, fixed, units), cost(per_unit, fixed, [u for u, c in zip(units, copied) if c])
+        lines += [_row(name, full, formula), _row("  reused", mine, sign=-1)]
+        total, reused = (total[0] + full[0], total[1] + full[1]), (reused[0] + mine[0], reused[1] + mine[1])
+    return [*lines, _row("all", total, f"{len(sessions)} sessions x {k} + {len(jobs)} questions x ({m} + 1 judge) "
+                         "requests"), _row("reused", reused, sign=-1),
+            _row("to send", (total[0] - reused[0], total[1] - reused[1]))]
+
+
+def _count(head: str, users: list[ScheduledUser], dataset: Dataset) -> str:
+    images = [dataset.path_of(t.image) for u in users for s in u.sessions for t in s.turns if t.image]
+    return (f"{head}sessions {sum(len(u.sessions) for u in users)}, images {len(images)} "
+            f"({sum(p.stat().st_size for p in images):,} bytes), questions {sum(len(u.questions) for u in users)}")
+
+
+def _reuse_line(user: ScheduledUser, mine: UserMatch) -> str:
+    if mine.source is None:
+        return f"  user {user.user_id}: memory built in this run (no complete memory of fingerprint {mine.memory[:12]})"
+    n = len(user.questions)
+    return (f"  user {user.user_id}: memory reused from {mine.source.run.root} (run id {mine.source.run_id}), "
+            f"answers reused {len(mine.answers)}/{n}, judgments reused {len(mine.judgments)}/{n}")
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config(args.config, {"model": args.model})
+        judge, note = _judge_endpoint(config, args.simulate)
+        settings = mobilemem_judge.judge_settings(config.judge, judge)
+        dataset = load_dataset(args.dataset, users=args.users, limit_questions=args.limit_questions,
+                               max_session_images=config.candidate.max_images)
+        found = _reuse(args, dataset, config, settings)
+    except (ConfigError, DatasetError) as exc:
+        print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)
+        return 1
+    lines = ["mobilemem plan: preflight passed; no model request sent, nothing written", f"dataset {dataset.root}",
+             f"models: candidate {config.model}, judge {settings.model}{' (simulated)' if args.simulate else ''}"]
+    if args.output is not None:
+        run = RunDir.for_output(args.output, config.model)
+        lines.append(f"run directory {run.root}: {'exists: the run would refuse it' if run.root.exists() else 'free'}")
+    users, k, m = dataset.users, args.iterations_per_session, args.iterations_per_question
+    lines += [*([note] if note else []), "", _count(f"users {len(users)}, ", users, dataset),
+              *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
+              "", "reuse (the first --reuse run holding the same memory fingerprint wins):",
+              *(_reuse_line(u, found[u.user_id]) for u in users), ""]
+    print("\n".join([*lines, *_estimate_lines(dataset, found, config.judge.rubric, k, m)]))
+    return 0
