@@ -48,7 +48,7 @@ from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from lifecycle import commands, console, run_setup
+from lifecycle import commands, console, run_end, run_setup
 from lifecycle import plan as plan_command
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
@@ -259,11 +259,11 @@ def _evaluate(params: dict) -> int:
     try:
         summary = asyncio.run(mobilemem(**params))
     except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
-        run_setup.mark_interrupted(plan.run)
+        run_end.mark_interrupted(plan.run)
         print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
         return 130
     except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
-        return run_setup.after_failure(plan.run, exc, commands.headline)
+        return run_end.after_failure(plan.run, exc, commands.headline)
     finally:
         signal.signal(signal.SIGTERM, previous)
         guard.stop()

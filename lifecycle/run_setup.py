@@ -1,4 +1,5 @@
-"""Starting and closing a run: preflight, the manifest files, the models, the run log.
+"""Starting and closing a run: preflight, the manifest files, the models (the run log is
+`lifecycle.run_log`; a run that did not end normally is closed by `lifecycle.run_end`).
 
 `preflight` refuses to start (ConfigError / DatasetError) before anything is spent or written.
 `open_run` creates the run directory, writes run.json and judge-settings.json, builds the two
@@ -14,8 +15,7 @@ import logging
 import os
 import socket
 import subprocess
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -29,16 +29,16 @@ from mobilemem.config import Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem import fingerprints
 from mobilemem.disk import DiskGuard
-from mobilemem.errors import ConfigError, MobilememError, describe, error_record, sanitize
+from mobilemem.errors import ConfigError, MobilememError, error_record
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState, SummaryFile
+from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState
 from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle.context import RunContext, UserContext, register, release, user_context
-from lifecycle.summary_files import write_summary
+from lifecycle import run_log
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
@@ -46,8 +46,6 @@ PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agent
 INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 30.0
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-RUN_LOG_LOGGERS = ("mobilemem", "lifecycle", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs")
 
 
 @dataclass(frozen=True)
@@ -159,43 +157,6 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
                    for j in [plan.dataset.judge_questions[q.question_id]]])
 
 
-class _Sanitizing(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = sanitize(record.getMessage()), None
-        if record.exc_info and record.exc_info[0] is None:  # Prefect's failed-state lines log exc_info=True
-            record.exc_info = None
-        return True
-
-
-class _RunLog(logging.FileHandler):
-    """run.log; a line it cannot write (a full disk) is dropped, never a traceback on the console."""
-
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
-        pass
-
-    def close(self) -> None:
-        try:
-            super().close()
-        except OSError:  # its last buffered lines did not fit on a full disk
-            pass
-
-
-def _run_log(run: RunDir) -> logging.Handler:
-    handler = _RunLog(run.log, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    handler.addFilter(_Sanitizing())
-    for name in RUN_LOG_LOGGERS:
-        logging.getLogger(name).addHandler(handler)
-    logging.getLogger("mobilemem").setLevel(logging.INFO)
-    return handler
-
-
-def _drop_run_log(handler: logging.Handler) -> None:
-    for name in RUN_LOG_LOGGERS:
-        logging.getLogger(name).removeHandler(handler)
-    handler.close()
-
-
 async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> RunContext:
     config = plan.config
     candidate = plan.candidate or Endpoint.simulated("candidate", config, simulator_url or "")
@@ -218,7 +179,7 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
                                                  for u in plan.dataset.users}),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
         reuse=plan.reuse, rejudge=plan.rejudge,
-        log_handler=_run_log(plan.run))
+        log_handler=run_log.attach(plan.run))
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(_beat(plan.run), name="mobilemem-heartbeat")
     register(context)
@@ -281,45 +242,4 @@ async def close_run(context: RunContext, state: RunState) -> None:
         log.error("could not record the run's final state %s in run.json: %s", state, exc.strerror or exc)
     await context.dashboard.close()
     release(context.run)
-    _drop_run_log(context.log_handler)
-
-
-def mark_stopped(run: RunDir) -> RunState:
-    """After the orchestration failed: run.json says so unless the work was done, and summary.json
-    covers what completed (when the disk lets it). Returns the run's final state."""
-    manifest = read_record(run.run, RunFile)
-    state: RunState = manifest.state if manifest.state != "running" else "interrupted_by_error"
-    try:
-        if manifest.state == "running":
-            write_record(run.run, manifest.model_copy(update={"state": state, "finished_at": datetime.now(UTC)}))
-        write_summary(run.root)
-    except OSError as exc:
-        log.error("could not record the stop in run.json / summary.json: %s", exc.strerror or exc)
-    return state
-
-
-def mark_interrupted(run: RunDir) -> None:
-    """After an interrupt: run.json says so (if the flow could not), and summary.json covers what completed."""
-    if not run.run.exists():
-        return
-    manifest = read_record(run.run, RunFile)
-    if manifest.state == "running":
-        write_record(run.run, manifest.model_copy(update={"state": "interrupted", "finished_at": datetime.now(UTC)}))
-    write_summary(run.root)
-
-
-def after_failure(run: RunDir, exc: Exception, headline: Callable[[Path, SummaryFile], str]) -> int:
-    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
-    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
-    if not run.run.exists():
-        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
-        return 1
-    append_error(run, error_record(exc, stage="cleanup"))
-    state = mark_stopped(run)
-    if state == "completed":
-        print(headline(run.root, read_record(run.summary, SummaryFile)))
-        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
-        return 2
-    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
-          file=sys.stderr)
-    return 3
+    run_log.detach(context.log_handler)
