@@ -89,7 +89,10 @@ def test_the_deployment_guide_works_verbatim(tmp_path, simulator):
         assert placeholder in real
         real = real.replace(placeholder, value)
     script = "\n".join([
-        "set -euo pipefail", run_block,
+        # not -e: `wait` on a stopped worker returns its signal status; every outcome is asserted below.
+        # -m: job control, as in the interactive shell the guide is pasted into; without it bash starts
+        # background jobs with SIGINT ignored, and Prefect's worker stops on SIGTERM by sending itself SIGINT.
+        "set -m -uo pipefail", run_block,
         "echo '=== again'", f"{deployment_run} || echo \"REFUSED-EXIT=$?\"",
         "echo '=== real'", real,
         "echo '=== parallel'", PARALLEL,
