@@ -100,7 +100,11 @@ def test_after_kill_9_mid_answering_reuse_completes_without_repeating_work(sampl
     """`kill -9` while user 0 answers (one user at a time, so users 1 and 2 have not started), then
     `--reuse`: no session is ingested twice and no completed answer is asked again."""
     simulator.reset()
-    simulator.latency_s = 0.6  # user 0's answers take seconds: the kill lands before user 1 starts
+    simulator.latency_s = 0.2
+    user0 = load_dataset(sample_root).users[0]
+    # two of user 0's answers hang, so the kill lands while it answers (users 1 and 2 wait for its slot)
+    simulator.faults = [FaultRule(role="answer", contains=q.question, kind="timeout", delay_s=20)
+                        for q in user0.questions[1:]]
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "LLM_API_KEY": "sk-reuse-kill-test",
            "LLM_BASE_URL": simulator.base_url}
     env.pop("PREFECT_API_URL", None)
@@ -110,7 +114,8 @@ def test_after_kill_9_mid_answering_reuse_completes_without_repeating_work(sampl
     run_a = RunDir.for_output(tmp_path / "a", "qwen3.8-max")
     deadline = time.monotonic() + 180
     try:
-        while not (run_a.user(0).memory_usage.exists() and list(run_a.user(0).root.glob("questions/*/answer-response.json"))):
+        first = run_a.user(0).question(user0.questions[0].question_id).answer_response
+        while not (run_a.user(0).memory_usage.exists() and first.exists()):
             assert runner.poll() is None and time.monotonic() < deadline, "the run never reached user 0's answers"
             time.sleep(0.02)
     finally:
@@ -122,6 +127,7 @@ def test_after_kill_9_mid_answering_reuse_completes_without_repeating_work(sampl
     answered_in_a = {p.parent.name for p in run_a.root.glob("users/*/questions/*/answer-response.json")
                      if read_record(p, AnswerResponseFile).response and read_record(p, AnswerResponseFile).response.success}
     simulator.reset()
+    simulator.latency_s = 0.2
     code, run_b = run_cli(monkeypatch, simulator, sample_root, tmp_path / "b", "--reuse", str(run_a.root))
     requests = simulator.requests
     simulator.reset()
