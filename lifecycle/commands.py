@@ -79,7 +79,7 @@ def rejudge_params(argv: Sequence[str]) -> dict | int:
             "simulate": earlier.simulated, "rejudge": args.earlier_run, "judge_model": args.judge_model}
 
 
-def compare(earlier: RunDir, new: RunDir) -> RejudgeFile:
+def label_changes(earlier: RunDir, new: RunDir) -> RejudgeFile:
     """The new run's labels against the earlier run's, over the questions judged in both."""
     plan = read_record(new.run, RunFile)
     pairs = []
@@ -108,7 +108,7 @@ def report_rejudge(params: dict, code: int) -> int:
         return code
     earlier = RunDir(Path(params["rejudge"]))
     new = RunDir.for_output(params["output"], read_record(earlier.run, RunFile).config["model"])
-    result = compare(earlier, new)
+    result = label_changes(earlier, new)
     write_record(new.rejudge, result)
 
     def pct(value: float | None) -> str:

@@ -281,10 +281,17 @@ class JobFile(RecordBase):
 
 
 class ToolCallRecord(BaseModel):
+    """One tool call of the answer agent, noted as it happened (in order)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     ok: bool
     error: str | None = None
+    arguments: dict[str, JsonValue] | None = Field(default=None, description="what the model passed (null in "
+                                                                               "older runs)")
+    result: str | None = Field(default=None, description="the text the tool returned, at most MAX_TOOL_RESULT "
+                                                         "characters (an image's bytes are not text)")
+    result_chars: int | None = Field(default=None, description="the returned text's full length")
 
 
 class AnswerResponse(BaseModel):

@@ -14,6 +14,7 @@ workspace-relative).
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 
 from agentscope.message import TextBlock, ToolResultState, UserMsg
@@ -26,20 +27,25 @@ from mobilemem.reme.image_tool import image_tool
 
 ANSWERED = ("completed", "exceed_max_iters")
 MAX_TOOL_ERROR = 500
+MAX_TOOL_RESULT = 16_000  # five bm25 hits with their lines fit; a whole long transcript read does not
 
 
 def _recorded(tool: FunctionTool, calls: list[ToolCallRecord]) -> FunctionTool:
-    """The same tool, each call noted as it happens (context compression cannot hide it later)."""
+    """The same tool, each call noted as it happens, with its arguments and returned text (context
+    compression cannot hide it later; the analysis side reads what the agent searched and opened)."""
 
     async def call(**kwargs) -> ToolChunk:
+        arguments = json.loads(json.dumps(kwargs, default=str))  # as JSON, whatever the model sent
         try:
             chunk = await tool.call(**kwargs)
         except Exception as exc:
-            calls.append(ToolCallRecord(name=tool.name, ok=False, error=str(exc)[:MAX_TOOL_ERROR]))
+            calls.append(ToolCallRecord(name=tool.name, ok=False, error=str(exc)[:MAX_TOOL_ERROR],
+                                        arguments=arguments))
             raise
         ok = chunk.state != ToolResultState.ERROR
         text = "".join(b.text for b in chunk.content if isinstance(b, TextBlock))
-        calls.append(ToolCallRecord(name=tool.name, ok=ok, error=None if ok else text[:MAX_TOOL_ERROR]))
+        calls.append(ToolCallRecord(name=tool.name, ok=ok, error=None if ok else text[:MAX_TOOL_ERROR],
+                                    arguments=arguments, result=text[:MAX_TOOL_RESULT], result_chars=len(text)))
         return chunk
 
     return FunctionTool(func=call, name=tool.name, description=tool.description, input_schema=tool.input_schema,
