@@ -3,6 +3,7 @@
     python flows/mobilemem.py --dataset PATH --output PATH [options]
     python -m flows.mobilemem --dataset PATH --output PATH [options]
     python flows/mobilemem.py summarize RUN_DIR
+    python flows/mobilemem.py report RUN_DIR
 
 `mobilemem` (parent flow, named `<model>-<UTC start>`) → one `mobilemem-user` subflow per
 scheduled user (`user-<id>`), at most `user_concurrency` at once; inside, on the user's own ReMe
@@ -11,7 +12,8 @@ chain of `ingest_session` tasks (a failure ends it), `build_index`, then per que
 `answer_question` → `judge_answer` (or `skip_question` when the history or index failed). A
 question holds one of `query_concurrency` slots from the start of its answer to the end of its
 judgment, across all users; `judge_concurrency` caps the judgments alone. A failed step is a Failed
-task run and a gap record; the flow always finishes with `finalize` (summary.json, results.jsonl).
+task run and a gap record; the flow always finishes with `finalize` (summary.json, results.jsonl,
+report.html).
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
 Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 3 stopped by an error (a full disk,
@@ -189,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python flows/mobilemem.py",
         description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
-                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl.")
+                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
+                    "`report RUN_DIR` writes report.html again.")
     parser.add_argument("--dataset", type=Path, required=True,
                         help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
     parser.add_argument("--output", type=Path, required=True,
@@ -218,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["summarize"]:
         return commands.summarize(argv[1:])
+    if argv[:1] == ["report"]:
+        return commands.report(argv[1:])
     if argv[:1] == ["plan"]:
         return plan_command.main(argv[1:])
     if argv[:1] == ["rejudge"]:

@@ -37,7 +37,7 @@ from mobilemem.records import (
     UsageSummary,
 )
 from mobilemem.rundir import RunDir, read_lines, read_record
-from mobilemem.usage import summarize
+from mobilemem.usage import known_tokens, summarize
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,7 @@ def _by(outcomes: list[_Outcome], key) -> dict[str, Score]:
 
 
 def _known_tokens(requests: list[ObservedRequest]) -> int | None:
-    """One unit's tokens (0 when it made no request), or None when a successful request of it did
-    not report them. Failed requests carry no tokens by policy: they do not make a count unknown."""
-    usage = summarize(requests)
-    return None if usage.tokens.reported_by < usage.successful_requests else usage.tokens.value or 0
+    return known_tokens(summarize(requests))
 
 
 def _mean_tokens(units: list[list[ObservedRequest]], attempted: int, completed: int, reused: int) -> MeanTokens:

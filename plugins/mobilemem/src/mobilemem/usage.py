@@ -144,6 +144,13 @@ def summarize(requests: Iterable[ObservedRequest]) -> Usage:
                  tokens=_counter([_tokens(r) for r in good], observed), **counters)
 
 
+
+def known_tokens(usage: Usage) -> int | None:
+    """One unit's tokens (0 when it made no request), or None when a successful request of it did
+    not report them. Failed requests carry no tokens by policy: they do not make a count unknown."""
+    return None if usage.tokens.reported_by < usage.successful_requests else usage.tokens.value or 0
+
+
 class _BodyParser:
     """Extracts usage and finish reason from a JSON body or an SSE stream, fed chunk by chunk."""
 

@@ -30,10 +30,11 @@ def percent(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{100 * value:.{digits}f}%"
 
 
-def figure(fig: go.Figure) -> Markup:
-    """A chart as a <div> and its script; Plotly's library itself is inlined once by the page."""
+def figure(fig: go.Figure, div_id: str) -> Markup:
+    """A chart as a <div> (a fixed id: the same files give the same page) and its script; Plotly's
+    library itself is inlined once by the page."""
     fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, template="plotly_white")
-    return Markup(fig.to_html(full_html=False, include_plotlyjs=False,
+    return Markup(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                               config={"displaylogo": False, "responsive": True}))
 
 

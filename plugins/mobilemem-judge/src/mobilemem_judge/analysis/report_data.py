@@ -1,0 +1,220 @@
+"""What report.html shows, read from a run directory's files: a pure function of them, like
+`summarize`. The scores are summary.json's; their intervals are bootstrapped over the same scored
+set, read from results.jsonl (the two files are written together; a disagreement is refused).
+Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count stays unknown."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from mobilemem.errors import MobilememError
+from mobilemem.records import (
+    AnswerResponseFile,
+    ErrorFile,
+    JobFile,
+    JudgmentFile,
+    ResultLine,
+    ReuseFile,
+    RunFile,
+    Score,
+    SessionFile,
+    SummaryFile,
+    ToolCallRecord,
+)
+from mobilemem.rundir import QuestionDir, RunDir, UserDir, read_lines, read_record
+from mobilemem.usage import known_tokens, summarize
+from mobilemem_judge.analysis.stats import Interval, mean_interval
+from mobilemem_judge.analysis.thumbnails import Thumbnails
+
+R = TypeVar("R", bound=BaseModel)
+RESULT_EXCERPT = 600  # characters of a tool's returned text shown in the detail view
+AGREEMENT = 1e-9
+
+
+class ReportError(MobilememError):
+    """The run directory cannot be reported (missing or inconsistent files)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """One row of a score table: summary.json's numbers and their 95% bootstrap intervals."""
+
+    kind: str  # overall, language, difficulty
+    name: str
+    score: Score
+    accuracy: Interval
+    f1: Interval
+    bleu1: Interval
+
+
+@dataclass(frozen=True)
+class UserCost:
+    user_id: int
+    memory_tokens: int | None  # None: unknown (a successful request reported no usage)
+    answer_tokens: int | None
+    sessions: int
+    reused: bool  # the memory was copied from an earlier run: its cost is not this run's
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    index: int
+    user_id: int
+    question_id: str
+    status: str
+    language: str
+    difficulty: str
+    question: str | None
+    prediction: str | None
+    gold: str
+    label: str | None
+    f1: float | None
+    bleu1: float | None
+    tokens: int | None
+    iterations: int | None
+    latency_s: float | None
+    opened_evidence: bool | None = None
+    retrieved_evidence: bool | None = None
+
+
+@dataclass
+class Report:
+    run_dir: Path
+    run: RunFile
+    summary: SummaryFile
+    groups: list[Group]
+    users: list[UserCost]
+    questions: list[QuestionRow]
+    details: list[dict[str, Any]]
+    thumbnails: Thumbnails = field(repr=False)
+
+    @property
+    def scored_rows(self) -> list[QuestionRow]:
+        return [q for q in self.questions if q.status == "scored"]
+
+
+def gold_text(gold: str | list[str]) -> str:
+    return gold if isinstance(gold, str) else " | ".join(gold)
+
+
+def _read(path: Path, model: type[R]) -> R:
+    try:
+        return read_record(path, model)
+    except ValidationError as exc:  # name the damaged file, in one line
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the file"
+        raise ReportError(f"{path}: not a valid {model.__name__} ({where}: {error['msg']})") from None
+
+
+def _maybe(path: Path, model: type[R]) -> R | None:
+    return _read(path, model) if path.is_file() else None
+
+
+def _group(kind: str, name: str, score: Score, lines: list[ResultLine]) -> Group:
+    scored = [line for line in lines if line.status == "scored"]
+    accuracy = mean_interval([1.0 if line.label == "CORRECT" else 0.0 for line in scored])
+    f1 = mean_interval([line.f1 or 0.0 for line in scored])
+    bleu1 = mean_interval([line.bleu1 or 0.0 for line in scored])
+    for metric, interval, expected in (("accuracy", accuracy, score.accuracy), ("F1", f1, score.f1),
+                                       ("BLEU-1", bleu1, score.bleu1)):
+        same = (interval.estimate is None) == (expected is None) and (
+            expected is None or abs(interval.estimate - expected) <= AGREEMENT)
+        if len(scored) != score.scored or not same:
+            raise ReportError(f"summary.json and results.jsonl disagree on {kind} {name!r} ({metric}): run "
+                              "`python flows/mobilemem.py summarize RUN_DIR` first")
+    return Group(kind, name, score, accuracy, f1, bleu1)
+
+
+def _groups(summary: SummaryFile, lines: list[ResultLine]) -> list[Group]:
+    groups = [_group("overall", "all", summary.overall, lines)]
+    for kind, scores, key in (("language", summary.by_language, lambda line: line.language),
+                              ("difficulty", summary.by_difficulty, lambda line: str(line.difficulty))):
+        for name, score in scores.items():
+            groups.append(_group(kind, name, score, [line for line in lines if key(line) == name]))
+    return groups
+
+
+def _user_cost(user: UserDir, user_id: int, lines: list[ResultLine], run: RunDir) -> UserCost:
+    reuse = _maybe(user.reuse, ReuseFile)
+    sessions = [_read(p, SessionFile) for p in sorted(user.sessions.glob("*.json"))] \
+        if user.sessions.is_dir() else []
+    copied = set(reuse.answers) if reuse else set()
+    answers = [_maybe(user.question(line.question_id).answer_response, AnswerResponseFile)
+               for line in lines if line.user_id == user_id and line.question_id not in copied]
+    memory = known_tokens(summarize(r for s in sessions for r in s.requests))
+    answer = known_tokens(summarize(r for a in answers if a for r in a.requests))
+    return UserCost(user_id, memory, answer, len(sessions), reused=bool(reuse and reuse.memory))
+
+
+def _tool_step(call: ToolCallRecord, user_id: int, thumbnails: Thumbnails) -> dict[str, Any]:
+    step: dict[str, Any] = {"name": call.name, "ok": call.ok, "error": call.error, "arguments": call.arguments}
+    if call.result is not None:
+        step["result"] = call.result[:RESULT_EXCERPT]
+        step["result_chars"] = call.result_chars
+    path = (call.arguments or {}).get("path")
+    if call.name == "read_image" and call.ok and isinstance(path, str):
+        step["image"] = thumbnails.add(user_id, path)
+    return step
+
+
+def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thumbnails,
+              ) -> tuple[QuestionRow, dict[str, Any]]:
+    job = _maybe(paths.job, JobFile)
+    answer = _maybe(paths.answer_response, AnswerResponseFile)
+    judgment = _maybe(paths.judgment, JudgmentFile)
+    error = _maybe(paths.error, ErrorFile) if line.status != "scored" else None
+    attribution = _read_json(paths.root / "attribution.json")
+    response = answer.response if answer else None
+    row = QuestionRow(
+        index=index, user_id=line.user_id, question_id=line.question_id, status=line.status,
+        language=line.language, difficulty=str(line.difficulty), question=job.question if job else None,
+        prediction=line.prediction, gold=gold_text(line.gold), label=line.label, f1=line.f1, bleu1=line.bleu1,
+        tokens=line.answer_tokens, iterations=response.iterations if response else None,
+        latency_s=line.answer_latency_s,
+        opened_evidence=attribution.get("opened_evidence_image") if attribution else None,
+        retrieved_evidence=attribution.get("retrieved_evidence_session") if attribution else None)
+    detail = {
+        "user_id": line.user_id, "question_id": line.question_id, "status": line.status, "question": row.question,
+        "gold": row.gold, "prediction": line.prediction, "label": line.label, "f1": line.f1, "bleu1": line.bleu1,
+        "finished_reason": response.finished_reason if response else None,
+        "iterations": row.iterations, "truncated": response.truncated if response else None,
+        "answer_error": response.error if response and not response.success else None,
+        "tools": [_tool_step(c, line.user_id, thumbnails) for c in response.tool_calls] if response else [],
+        "judge_reply": judgment.raw_reply if judgment else None,
+        "judge_decided_by": judgment.decided_by if judgment else None,
+        "judge_error": judgment.error if judgment and not judgment.success else None,
+        "gap": {"stage": error.stage, "reason": error.reason, "detail": error.detail} if error else None,
+        "attribution": attribution,
+    }
+    return row, detail
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
+    run = RunDir(Path(run_dir))
+    for needed in (run.run, run.summary, run.results):
+        if not needed.is_file():
+            raise ReportError(f"{run.root} has no {needed.name}: not a finished run directory"
+                              + ("" if needed == run.run else " (run `python flows/mobilemem.py summarize RUN_DIR`)"))
+    plan = _read(run.run, RunFile)
+    summary = _read(run.summary, SummaryFile)
+    try:
+        lines = read_lines(run.results, ResultLine)
+    except ValidationError as exc:
+        raise ReportError(f"{run.results}: a line is not a valid ResultLine ({exc.errors()[0]['msg']})") from None
+    thumbnails = thumbnails or Thumbnails(run.root)
+    rows, details = [], []
+    for index, line in enumerate(lines):
+        row, detail = _question(index, line, run.user(line.user_id).question(line.question_id), thumbnails)
+        rows.append(row)
+        details.append(detail)
+    users = [_user_cost(run.user(u), u, lines, run) for u in plan.users]
+    return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails)
