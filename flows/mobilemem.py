@@ -34,6 +34,10 @@ if __name__ == "__main__" and not __package__:
     # `python flows/mobilemem.py` puts flows/ first on sys.path, where this file would shadow the
     # `mobilemem` package. Run the installed module `flows.mobilemem` instead.
     sys.path[0] = str(Path(__file__).resolve().parents[1])
+    from lifecycle import analysis_commands
+
+    if sys.argv[1:2] and sys.argv[1] in analysis_commands.COMMANDS:  # run files only: no Prefect to load
+        raise SystemExit(analysis_commands.main(sys.argv[1:]))
     from flows.mobilemem import main
 
     raise SystemExit(main())
@@ -50,7 +54,7 @@ from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from lifecycle import commands, console, run_end, run_setup
+from lifecycle import analysis_commands, commands, console, run_end, run_setup
 from lifecycle import plan as plan_command
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
@@ -221,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["summarize"]:
         return commands.summarize(argv[1:])
-    if argv[:1] == ["report"]:
-        return commands.report(argv[1:])
+    if argv[:1] and argv[0] in analysis_commands.COMMANDS:
+        return analysis_commands.main(argv)
     if argv[:1] == ["plan"]:
         return plan_command.main(argv[1:])
     if argv[:1] == ["rejudge"]:

@@ -1,5 +1,5 @@
 """The command line's other commands: `summarize RUN_DIR` (summary.json and results.jsonl again,
-from the files), `report RUN_DIR` (report.html again, from the files) and `rejudge EARLIER_RUN` (a new run that reuses every memory and answer of the
+from the files) and `rejudge EARLIER_RUN` (a new run that reuses every memory and answer of the
 earlier run, judges all of them again, asks the candidate nothing, and compares the labels)."""
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from pathlib import Path
 from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunFile, SummaryFile
 from mobilemem.rundir import RunDir, read_record, write_record
 from mobilemem.summary import liveness
-from mobilemem_judge.analysis.report import write_report
-from mobilemem_judge.analysis.report_data import ReportError
 from lifecycle.run_setup import HEARTBEAT_S
 from lifecycle.summary_files import write_summary
 
@@ -57,23 +55,6 @@ def summarize(argv: Sequence[str]) -> int:
     if why is not None:
         print(f"mobilemem: the run in {run_dir} is not alive: {why}; its {summary.not_attempted} questions "
               "without an outcome are reported as not attempted (status not_run)", file=sys.stderr)
-    return 0
-
-
-def report(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py report",
-                                     description="Write RUN_DIR/report.html from the run directory's files.")
-    parser.add_argument("run_dir", type=Path)
-    run_dir = parser.parse_args(argv).run_dir
-    if not (run_dir / "run.json").is_file():
-        print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
-        return 1
-    try:
-        path = write_report(run_dir)
-    except ReportError as exc:
-        print(f"mobilemem: report: {exc}", file=sys.stderr)
-        return 1
-    print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 

@@ -10,10 +10,8 @@ test server the run reported to. Screenshots go to pytest's tmp dir, and are cop
 MOBILEMEM_SCREENSHOTS_DIR when that is set (deployments/README.md shows two of them)."""
 
 import asyncio
-import io
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +22,6 @@ from uuid import UUID
 
 import httpx
 import pytest
-from PIL import Image
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -34,13 +31,12 @@ from prefect.client.schemas.filters import (
     FlowRunFilterParentFlowRunId,
 )
 
-from browser import CHROMIUM_ARGS, chromium_path
+from browser import CHROMIUM_ARGS, chromium_path, keep_screenshot
 from mobilemem.records import RunFile
 from mobilemem.rundir import read_record
 from lifecycle.dashboard import RunIdentity
 
 pytestmark = pytest.mark.slow
-SCREENSHOTS_ENV = "MOBILEMEM_SCREENSHOTS_DIR"
 VIEWPORT = {"width": 1440, "height": 1150}
 WAIT_MS = 20_000
 
@@ -160,10 +156,9 @@ def page(browser):
 
 @pytest.fixture(scope="module")
 def shoot(tmp_path_factory) -> Callable:
-    """shoot(page, name, clip_to=None): a small PNG (palette, optimized) of the page's main pane, or
-    of its top part down to the element `clip_to`, in pytest's tmp dir and in MOBILEMEM_SCREENSHOTS_DIR."""
+    """shoot(page, name, clip_to=None): a small PNG of the page's main pane, or of its top part down
+    to the element `clip_to`, in pytest's tmp dir and in MOBILEMEM_SCREENSHOTS_DIR."""
     folder = tmp_path_factory.mktemp("screenshots")
-    copy_to = os.environ.get(SCREENSHOTS_ENV)
 
     def take(page, name: str, clip_to=None) -> Path:
         main = page.locator("main").bounding_box()
@@ -171,14 +166,7 @@ def shoot(tmp_path_factory) -> Callable:
         clip = {"x": main["x"], "y": main["y"], "width": main["width"],
                 "height": min(main["height"], bottom["y"] + bottom["height"] + 24 - main["y"])}
         beyond_view = clip["y"] + clip["height"] > page.viewport_size["height"]
-        image = Image.open(io.BytesIO(page.screenshot(clip=clip, full_page=beyond_view))).convert("RGB")
-        path = folder / name
-        image.quantize(colors=96, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
-            path, optimize=True)
-        if copy_to:
-            Path(copy_to).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, Path(copy_to) / name)
-        return path
+        return keep_screenshot(page.screenshot(clip=clip, full_page=beyond_view), folder, name)
 
     return take
 

@@ -111,7 +111,9 @@ def question_table(report: Report) -> Markup:
         columnControl=["order", ["orderAsc", "orderDesc", "search"]],
         columnDefs=[{"targets": filtered, "columnControl": ["order", ["orderAsc", "orderDesc", "searchList"]]},
                     {"targets": [7, 8, 9], "className": "wrap"}],
-        ordering={"indicators": False, "handler": False}, layout={"topStart": "pageLength", "topEnd": "search"},
+        ordering={"indicators": False, "handler": False},
+        # not ITables' default layout, which it hides on a table that fits one page: the search stays
+        layout={"topStart": "search", "topEnd": "pageLength", "bottomStart": "info", "bottomEnd": "paging"},
         text_in_header_can_be_selected=False, display_logo_when_loading=False, table_id=TABLE_ID)
     return Markup(html)
 

@@ -32,7 +32,9 @@ from mobilemem_judge.analysis.stats import Interval, mean_interval
 from mobilemem_judge.analysis.thumbnails import Thumbnails
 
 R = TypeVar("R", bound=BaseModel)
-RESULT_EXCERPT = 600  # characters of a tool's returned text shown in the detail view
+RESULT_EXCERPT = 600  # characters of a tool's returned text shown in the detail view, at most
+RESULTS_BUDGET = 3_000_000  # characters for all of them: a long run shows shorter excerpts
+MIN_EXCERPT = 120
 AGREEMENT = 1e-9
 
 
@@ -194,6 +196,17 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
     return row, detail
 
 
+def _fit_excerpts(details: list[dict[str, Any]]) -> None:
+    """Shorten every tool result excerpt alike so that together they stay within RESULTS_BUDGET."""
+    steps = [t for d in details for t in d["tools"] if t.get("result")]
+    total = sum(len(t["result"]) for t in steps)
+    if total <= RESULTS_BUDGET:
+        return
+    excerpt = max(MIN_EXCERPT, RESULTS_BUDGET // len(steps))
+    for step in steps:
+        step["result"] = step["result"][:excerpt]
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
@@ -216,5 +229,7 @@ def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
         row, detail = _question(index, line, run.user(line.user_id).question(line.question_id), thumbnails)
         rows.append(row)
         details.append(detail)
+    _fit_excerpts(details)
+    thumbnails.make()
     users = [_user_cost(run.user(u), u, lines, run) for u in plan.users]
     return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails)

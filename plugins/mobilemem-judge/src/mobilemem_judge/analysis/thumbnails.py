@@ -1,20 +1,24 @@
 """Thumbnails of the images an answer agent read, for the report's detail view: made from the
 user's workspace copy (what the agent saw), shrunk with Pillow and inlined as data: URIs once per
-image, within a byte budget so a 1,000-question report stays small (past it, the path is shown)."""
+image, within a byte budget so a 1,000-question report stays small (past it, the path is shown).
+Images are registered while the report is read (`add`) and made together (`make`), on a few
+threads: Pillow decodes and resizes without holding the GIL."""
 
 from __future__ import annotations
 
 import base64
 import io
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from PIL import Image, UnidentifiedImageError
 
 from mobilemem.rundir import RunDir
 
-SIZE = (160, 160)
-QUALITY = 70
-BUDGET_BYTES = 4_000_000
+SIZE = (128, 128)
+QUALITY = 65
+BUDGET_BYTES = 3_000_000  # about 1,000 photos' thumbnails
 IMAGES_FOLDER = PurePosixPath("session/images")  # where ReMe saved the ingested images
 
 
@@ -22,14 +26,15 @@ class Thumbnails:
     def __init__(self, run_root: Path, budget_bytes: int = BUDGET_BYTES) -> None:
         self._run = RunDir(run_root)
         self._budget = budget_bytes
+        self._pending: dict[str, Path] = {}
         self.uris: dict[str, str] = {}
         self.missing: dict[str, str] = {}  # key -> why no thumbnail
         self.bytes = 0
 
     def add(self, user_id: int, path: str) -> str:
-        """The key of this image's thumbnail (in `uris`, or in `missing` with the reason)."""
+        """The key under which this image's thumbnail (`uris`) or the reason for none (`missing`) will be."""
         key = f"{user_id}/{path}"
-        if key in self.uris or key in self.missing:
+        if key in self._pending or key in self.missing:
             return key
         workspace = self._run.user(user_id).workspace.resolve()
         target = (workspace / path).resolve()
@@ -37,24 +42,34 @@ class Thumbnails:
             self.missing[key] = "not a saved image of the workspace"
         elif not target.is_file():
             self.missing[key] = "the image is no longer in the workspace"
-        elif self.bytes >= self._budget:
-            self.missing[key] = "thumbnail left out: the report's image budget is spent"
         else:
-            try:
-                data = _thumbnail(target)
-            except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as exc:
-                self.missing[key] = f"cannot be shown: {type(exc).__name__}"
-            else:
-                self.uris[key] = "data:image/jpeg;base64," + base64.b64encode(data).decode("ascii")
-                self.bytes += len(data)
+            self._pending[key] = target
         return key
 
+    def make(self) -> None:
+        """Make the registered thumbnails, in the order they were first seen, until the budget is spent."""
+        keys = list(self._pending)
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            made = list(pool.map(_thumbnail_or_reason, (self._pending[k] for k in keys)))
+        self._pending.clear()
+        for key, result in zip(keys, made):
+            if isinstance(result, str):
+                self.missing[key] = result
+            elif self.bytes + len(result) > self._budget:
+                self.missing[key] = "thumbnail left out: the report's image budget is spent"
+            else:
+                self.uris[key] = "data:image/jpeg;base64," + base64.b64encode(result).decode("ascii")
+                self.bytes += len(result)
 
-def _thumbnail(path: Path) -> bytes:
-    with Image.open(path) as image:  # an MPO opens at its first picture, the one the agent was shown
-        image.draft("RGB", SIZE)  # JPEG: decode at reduced size, much faster for large photos
-        picture = image.convert("RGB")
-    picture.thumbnail(SIZE)
-    out = io.BytesIO()
-    picture.save(out, format="JPEG", quality=QUALITY, optimize=True)
-    return out.getvalue()
+
+def _thumbnail_or_reason(path: Path) -> bytes | str:
+    try:
+        with Image.open(path) as image:  # an MPO opens at its first picture, the one the agent was shown
+            image.draft("RGB", SIZE)  # JPEG: decode at reduced size, much faster for large photos
+            picture = image.convert("RGB")
+        picture.thumbnail(SIZE, resample=Image.Resampling.BILINEAR, reducing_gap=2.0)
+        out = io.BytesIO()
+        picture.save(out, format="JPEG", quality=QUALITY)
+        return out.getvalue()
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as exc:
+        return f"cannot be shown: {type(exc).__name__}"

@@ -1,0 +1,37 @@
+"""The commands that read finished run directories and write pages for people: `report RUN_DIR`
+(report.html again, from the run's files). They import neither Prefect nor ReMe, so
+`python flows/mobilemem.py report ...` starts them before loading the flows."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mobilemem_judge.analysis.report import write_report
+from mobilemem_judge.analysis.report_data import ReportError
+
+COMMANDS = ("report",)
+
+
+def report(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py report",
+                                     description="Write RUN_DIR/report.html from the run directory's files.")
+    parser.add_argument("run_dir", type=Path)
+    run_dir = parser.parse_args(argv).run_dir
+    if not (run_dir / "run.json").is_file():
+        print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
+        return 1
+    try:
+        path = write_report(run_dir)
+    except ReportError as exc:
+        print(f"mobilemem: report: {exc}", file=sys.stderr)
+        return 1
+    print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """`argv[0]` is one of COMMANDS."""
+    return {"report": report}[argv[0]](argv[1:])

@@ -1,0 +1,139 @@
+"""report.html (issue 15): written at the end of every run and by `report RUN_DIR`, a pure function
+of the run's files whose numbers are summary.json's, whose detail view is each answer's own tool
+calls, and which carries no secret."""
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+
+import pytest
+
+from e2e.runs import API_KEY, summary
+from flows.mobilemem import main
+from mobilemem.records import AnswerResponseFile, ResultLine
+from mobilemem.rundir import RunDir, read_lines, read_record
+
+pytestmark = pytest.mark.slow
+
+
+class _Page(HTMLParser):
+    """The score cells (`tr[data-group] td.<metric>`), the gap rows and the inlined JSON blobs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scores: dict[str, dict[str, str]] = {}
+        self.blobs: dict[str, str] = {}
+        self._group = self._cell = self._blob = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "tr" and "data-group" in attrs:
+            self._group = attrs["data-group"]
+            self.scores.setdefault(self._group, {})
+        elif tag == "td" and self._group and (attrs.get("class") or "").split()[-1:] in (["accuracy"], ["f1"],
+                                                                                         ["bleu1"]):
+            self._cell = attrs["class"].split()[-1]
+        elif tag == "script" and attrs.get("type") == "application/json":
+            self._blob = attrs["id"]
+            self.blobs[self._blob] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self._group = None
+        elif tag == "td":
+            self._cell = None
+        elif tag == "script":
+            self._blob = None
+
+    def handle_data(self, data):
+        if self._cell:
+            self.scores[self._group][self._cell] = data.strip()
+        if self._blob:
+            self.blobs[self._blob] += data
+
+
+def _page(run: RunDir) -> _Page:
+    page = _Page()
+    page.feed((run.root / "report.html").read_text(encoding="utf-8"))
+    return page
+
+
+def _fmt(value):
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def test_the_report_shows_summary_json_numbers(baseline_run):
+    _, run, _, _ = baseline_run
+    done = summary(run)
+    page = _page(run)
+    expected = {"overall:all": done.overall}
+    expected |= {f"language:{k}": v for k, v in done.by_language.items()}
+    expected |= {f"difficulty:{k}": v for k, v in done.by_difficulty.items()}
+    assert set(page.scores) == set(expected)
+    for group, score in expected.items():
+        assert page.scores[group] == {"accuracy": _fmt(score.accuracy), "f1": _fmt(score.f1),
+                                      "bleu1": _fmt(score.bleu1)}, group
+
+
+def test_the_detail_view_is_each_answers_own_tool_calls_with_thumbnails(baseline_run):
+    _, run, _, _ = baseline_run
+    page = _page(run)
+    details = json.loads(page.blobs["details-data"])
+    thumbs = json.loads(page.blobs["thumbs-data"])
+    results = read_lines(run.results, ResultLine)
+    assert [(d["user_id"], d["question_id"]) for d in details] == [(r.user_id, r.question_id) for r in results]
+    images = 0
+    for detail in details:
+        answer = read_record(run.user(detail["user_id"]).question(detail["question_id"]).answer_response,
+                             AnswerResponseFile)
+        calls = answer.response.tool_calls
+        assert [(t["name"], t["arguments"]) for t in detail["tools"]] == [(c.name, c.arguments) for c in calls]
+        for tool in detail["tools"]:
+            if tool["name"] == "read_image":
+                images += 1
+                assert thumbs["uris"][tool["image"]].startswith("data:image/jpeg;base64,")
+        assert detail["prediction"] == answer.response.answer
+    assert images >= len(details)  # the simulator's agent looks at a picture for every visual question
+    assert thumbs["missing"] == {}
+
+
+def test_gaps_are_reported_by_stage_and_no_secret_is_in_the_report(faulty_run):
+    _, run, _, answer_q, judge_q = faulty_run
+    html = (run.root / "report.html").read_text(encoding="utf-8")
+    assert API_KEY not in html and API_KEY[:12] not in html
+    done = summary(run)
+    rows = re.findall(r"<tr><td>(\w+)</td><td>([^<]+)</td><td class=\"num\">(\d+)</td></tr>", html)
+    assert {(stage, reason.strip(), int(n)) for stage, reason, n in rows} == {
+        (stage, reason, n) for stage, reasons in done.gaps.items() for reason, n in reasons.items()}
+    details = {d["question_id"]: d for d in json.loads(_page(run).blobs["details-data"])}
+    assert details[answer_q.question_id]["gap"]["stage"] == "answer"
+    assert details[judge_q.question_id]["gap"]["stage"] == "judge"
+    assert details[judge_q.question_id]["prediction"]  # answered, then the judgment failed
+
+
+def test_report_command_rewrites_the_same_page(baseline_run, tmp_path, capsys):
+    _, run, _, _ = baseline_run
+    copy = tmp_path / "run"
+    shutil.copytree(run.root, copy)
+    before = (copy / "report.html").read_bytes()
+    (copy / "report.html").unlink()
+    assert main(["report", str(copy)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    assert (copy / "report.html").read_bytes() == before.replace(str(run.root).encode(), str(copy).encode())
+
+
+def test_report_command_refuses_a_damaged_run_in_one_line(baseline_run, tmp_path, capsys):
+    _, run, _, _ = baseline_run
+    assert main(["report", str(tmp_path / "nothing")]) == 1
+    assert "is not a run directory" in capsys.readouterr().err
+    copy = tmp_path / "run"
+    shutil.copytree(run.root, copy)
+    damaged = next((copy / "users" / "0" / "questions").iterdir()) / "answer-response.json"
+    damaged.write_text('{"schema_version": 1, "user_id": "zero"}', encoding="utf-8")
+    assert main(["report", str(copy)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(damaged) in err and "Traceback" not in err
+    (copy / "summary.json").unlink()
+    assert main(["report", str(copy)]) == 1
+    assert "summarize" in capsys.readouterr().err

@@ -1,0 +1,106 @@
+"""report.html rendered in headless Chromium (Debian's package) from file://: no console error, no
+request beyond the file itself (and the blob: URL the table library loads its own inlined code
+from), the rendered scores equal summary.json's, the table pages, filters by column value and
+searches, and a row opens the question's detail with the thumbnail of the image the agent read.
+Screenshots go to pytest's tmp dir and to MOBILEMEM_SCREENSHOTS_DIR (README.md shows two)."""
+
+from urllib.parse import urlparse
+
+import pytest
+
+from browser import CHROMIUM_ARGS, chromium_path, keep_screenshot
+from e2e.runs import summary
+from mobilemem.records import ResultLine
+from mobilemem.rundir import read_lines
+
+pytestmark = pytest.mark.slow
+OFFLINE_SCHEMES = {"file", "blob", "data"}
+VIEWPORT = {"width": 1360, "height": 900}
+
+
+@pytest.fixture(scope="module")
+def opened(faulty_run, tmp_path_factory):
+    """(page, console errors, requested URLs, run). After `faulty_run`: Playwright's sync API keeps
+    an event loop running in this thread, where asyncio.run then refuses to start."""
+    _, run, *_ = faulty_run
+    executable = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(executable), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(30_000)
+        problems, requested = [], []
+        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto((run.root / "report.html").as_uri())
+        page.wait_for_selector("#questions table.dataTable tbody tr")
+        yield page, problems, requested, run
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("report-screenshots")
+
+
+def _rows(page) -> list[list[str]]:
+    return [[cell.inner_text() for cell in row.locator("td").all()]
+            for row in page.locator("#questions table.dataTable tbody tr").all()]
+
+
+def test_opens_offline_without_console_errors(opened, folder):
+    page, problems, requested, _ = opened
+    page.wait_for_selector("#chart-language .main-svg")  # Plotly drew its charts
+    assert problems == []
+    assert {urlparse(url).scheme for url in requested} <= OFFLINE_SCHEMES, requested
+    keep_screenshot(page.screenshot(), folder, "report-overview.png")
+
+
+def test_rendered_scores_equal_summary_json(opened):
+    page, _, _, run = opened
+    done = summary(run)
+    for group, score in {"overall:all": done.overall, **{f"language:{k}": v for k, v in done.by_language.items()},
+                         **{f"difficulty:{k}": v for k, v in done.by_difficulty.items()}}.items():
+        row = page.locator(f'tr[data-group="{group}"]')
+        for metric in ("accuracy", "f1", "bleu1"):
+            value = getattr(score, metric)
+            assert row.locator(f"td.{metric}").inner_text() == ("n/a" if value is None else f"{value:.4f}")
+    assert page.locator("#scored").inner_text() == str(done.scored)
+    assert page.locator("#gap-count").inner_text() == str(sum(n for r in done.gaps.values() for n in r.values()))
+
+
+def test_the_table_filters_by_status_and_searches(opened):
+    page, _, _, run = opened
+    results = read_lines(run.results, ResultLine)
+    assert len(_rows(page)) == len(results)
+    page.locator('#questions table.dataTable th[data-dt-column="3"] .dtcc-button_dropdown').click()
+    page.locator('.dtcc-dropdown button[aria-label="answer"]').click()
+    page.keyboard.press("Escape")
+    filtered = _rows(page)
+    assert {row[3] for row in filtered} == {"answer"}
+    assert len(filtered) == sum(r.status == "answer" for r in results)
+    page.locator('#questions table.dataTable th[data-dt-column="3"] .dtcc-button_dropdown').click()
+    page.locator(".dtcc-dropdown .dtcc-list-selectNone").click()
+    page.keyboard.press("Escape")
+    assert len(_rows(page)) == len(results)
+    wanted = next(r for r in results if r.status == "scored")
+    page.locator("#questions .dt-search input").fill(wanted.question_id)
+    assert [row[2] for row in _rows(page)] == [wanted.question_id]
+    page.locator("#questions .dt-search input").fill("")
+
+
+def test_a_row_opens_what_the_agent_did(opened, folder):
+    page, problems, _, run = opened
+    results = read_lines(run.results, ResultLine)
+    index = next(i for i, r in enumerate(results) if r.status == "scored")
+    page.locator("#questions table.dataTable tbody tr").nth(index).click()
+    detail = page.locator("#detail")
+    detail.wait_for(state="visible")
+    assert results[index].question_id in detail.locator("h3").inner_text()
+    assert "bm25_search" in detail.inner_text() and "read_image" in detail.inner_text()
+    thumb = detail.locator("img.thumb").first
+    assert thumb.evaluate("img => img.complete && img.naturalWidth > 0")
+    assert problems == []
+    keep_screenshot(detail.screenshot(), folder, "report-question.png")
