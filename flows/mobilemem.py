@@ -3,6 +3,7 @@
     python flows/mobilemem.py --dataset PATH --output PATH [options]
     python -m flows.mobilemem --dataset PATH --output PATH [options]
     python flows/mobilemem.py summarize RUN_DIR
+    python flows/mobilemem.py compare RUN_A RUN_B [--out DIR]
 
 `mobilemem` (parent flow, named `<model>-<UTC start>`) → one `mobilemem-user` subflow per
 scheduled user (`user-<id>`), at most `user_concurrency` at once; inside, on the user's own ReMe
@@ -48,7 +49,7 @@ from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from lifecycle import commands, console, run_end, run_setup
+from lifecycle import commands, compare_command, console, run_end, run_setup
 from lifecycle import plan as plan_command
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
@@ -189,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python flows/mobilemem.py",
         description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
-                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl.")
+                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
+                    "`python flows/mobilemem.py compare RUN_A RUN_B` compares two runs of one dataset.")
     parser.add_argument("--dataset", type=Path, required=True,
                         help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
     parser.add_argument("--output", type=Path, required=True,
@@ -220,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.summarize(argv[1:])
     if argv[:1] == ["plan"]:
         return plan_command.main(argv[1:])
+    if argv[:1] == ["compare"]:
+        return compare_command.main(argv[1:])
     if argv[:1] == ["rejudge"]:
         params = commands.rejudge_params(argv[1:])
         if isinstance(params, int):
