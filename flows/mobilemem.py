@@ -4,6 +4,7 @@
     python -m flows.mobilemem --dataset PATH --output PATH [options]
     python flows/mobilemem.py summarize RUN_DIR
     python flows/mobilemem.py report RUN_DIR
+    python flows/mobilemem.py compare RUN_A RUN_B [--out DIR]
 
 `mobilemem` (parent flow, named `<model>-<UTC start>`) → one `mobilemem-user` subflow per
 scheduled user (`user-<id>`), at most `user_concurrency` at once; inside, on the user's own ReMe
@@ -196,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python flows/mobilemem.py",
         description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
                     "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
-                    "`report RUN_DIR` writes report.html again.")
+                    "`report RUN_DIR` writes report.html again; `compare RUN_A RUN_B` compares two runs of one "
+                    "dataset.")
     parser.add_argument("--dataset", type=Path, required=True,
                         help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
     parser.add_argument("--output", type=Path, required=True,

@@ -1,5 +1,6 @@
 """The commands that read finished run directories and write pages for people: `report RUN_DIR`
-(report.html again, from the run's files). They import neither Prefect nor ReMe, so
+(report.html again, from the run's files) and `compare RUN_A RUN_B` (lifecycle/compare_command.py).
+They import neither Prefect nor ReMe, so
 `python flows/mobilemem.py report ...` starts them before loading the flows."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from mobilemem_judge.analysis.report import write_report
 from mobilemem_judge.analysis.report_data import ReportError
+from lifecycle import compare_command
 
-COMMANDS = ("report",)
+COMMANDS = ("report", "compare")
 
 
 def report(argv: Sequence[str]) -> int:
@@ -34,4 +36,4 @@ def report(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str]) -> int:
     """`argv[0]` is one of COMMANDS."""
-    return {"report": report}[argv[0]](argv[1:])
+    return {"report": report, "compare": compare_command.main}[argv[0]](argv[1:])

@@ -10,7 +10,7 @@ from string import Template
 import pytest
 
 from mobilemem.simulator import policy
-from mobilemem.simulator.faults import FaultRule, FaultTable, rewrite
+from mobilemem.simulator.faults import WRONG_ANSWER, FaultRule, FaultTable, rewrite
 from mobilemem.simulator.vision import draw_fact
 
 RUBRIC = Template(  # the shape of the judge's rubric (first sentence, the four fields, the closing line)
@@ -304,3 +304,17 @@ def test_reply_faults_rewrite_the_completion():
     assert rewrite("endless_tool_calls", "answer", final, text) == text
     cut = rewrite("truncated", "answer", final, policy.complete(final, "The colour is red."))
     assert (cut.content, cut.finish_reason) == ("The colour is", "length")
+
+
+def test_wrong_answer_replaces_only_the_final_text():
+    request = answer_conversation("Which digit?", call("c1", "bm25_search", query="x"),
+                                  result("c1", "bm25_search", HITS))
+    searching = policy.reply("answer", request)
+    assert searching.tool_calls and rewrite("wrong_answer", "answer", request, searching) == searching
+    final = {**request, "tool_choice": "none"}
+    wrong = rewrite("wrong_answer", "answer", final, policy.complete(final, "The digit is 9."))
+    assert (wrong.content, wrong.tool_calls, wrong.finish_reason) == (WRONG_ANSWER, (), "stop")
+    every_sample_gold = "[9, nine, purple, 5, five, red, 0, 零, green, 2, two, cyan]"
+    text = RUBRIC.substitute(question="Which digit?", golden_answers=every_sample_gold, evidence="e",
+                             prediction=wrong.content)
+    assert json.loads(policy.reply("judge", body([user(text)])).content) == {"label": "WRONG"}

@@ -180,6 +180,11 @@ class RunDir:
         return UserDir(self.root / "users" / str(user_id))
 
 
+def compare_files(folder: Path, name: str) -> tuple[Path, Path]:
+    """The JSON and HTML files of a `compare` written into `folder` (a run directory or `--out`)."""
+    return folder / f"compare-{name}.json", folder / f"compare-{name}.html"
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see either the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)

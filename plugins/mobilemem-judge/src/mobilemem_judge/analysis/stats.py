@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import bootstrap
-from statsmodels.stats.contingency_tables import mcnemar
 
 CONFIDENCE = 0.95
 RESAMPLES = 2_000
@@ -78,5 +77,8 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     only_a, only_b = int(np.sum(first & ~second)), int(np.sum(~first & second))
     p_value = None
     if only_a + only_b:
+        # imported here: statsmodels takes about as long to import as the whole report takes to write
+        from statsmodels.stats.contingency_tables import mcnemar
+
         p_value = float(mcnemar([[both, only_a], [only_b, neither]], exact=True).pvalue)
     return McNemar(int(first.size), both, neither, only_a, only_b, p_value)

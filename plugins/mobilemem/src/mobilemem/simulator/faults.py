@@ -4,6 +4,9 @@ A rule hits requests of its ``role`` (``"*"`` = any) whose raw body text contain
 at most ``times`` times (``None`` = every match). The first rule that still has hits left wins.
 HTTP-level kinds (``http_500``, ``http_429``, ``timeout``, ``reset``, ``malformed``) are carried
 out by the server; ``rewrite`` turns a policy completion into the faulty one for the others.
+``wrong_answer`` leaves an answer's tool calls alone and replaces its final text with
+``WRONG_ANSWER``, which the judge labels WRONG: a run with chosen questions answered wrongly
+(match each question's text with ``contains``).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from .usage_rules import tool_names
 
 HTTP_KINDS = frozenset({"http_500", "http_429", "http_401_echo", "timeout", "reset", "malformed"})
 REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated",
-                         "tool_call"})
+                         "tool_call", "wrong_answer"})
 KINDS = HTTP_KINDS | REPLY_KINDS
 ROLES = frozenset({"ingest", "answer", "judge", "compression", "plain", "*"})
 TRUNCATED_WORDS = 3
+WRONG_ANSWER = "I believe it was something else entirely."
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ def rewrite(kind: str | None, role: str, body: dict, completion: policy.Completi
             return policy.search_call(body)
         if role == "ingest":
             return policy.ingest_call(body)
+    if kind == "wrong_answer" and role == "answer" and not completion.tool_calls:
+        return policy.complete(body, WRONG_ANSWER)
     if kind == "truncated":
         words = completion.content.split()
         cut = " ".join(words[:TRUNCATED_WORDS]) if len(words) > TRUNCATED_WORDS \
