@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentscope.model import ChatModelBase
@@ -42,6 +42,7 @@ class RunContext:
     rejudge: bool  # judge every reused answer again; never ask the candidate
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
+    session_notes: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # per user, for attribution
 
     def scheduled(self, user_id: int) -> ScheduledUser:
         return next(u for u in self.dataset.users if u.user_id == user_id)

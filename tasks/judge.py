@@ -1,9 +1,10 @@
 """Prefect task `judge_answer`: the isolated judge labels one answer; writes `judgment.json` and, when
-scored, `metrics.json`; a failed or unparseable judgment is a `judge` gap (`error.json`) and ends
-its task run Failed."""
+scored, `metrics.json` and `attribution.json`; a failed or unparseable judgment is a `judge` gap
+(`error.json`) and ends its task run Failed. A failed attribution is only an errors.jsonl line."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from prefect import task
@@ -18,6 +19,7 @@ from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
+from lifecycle.evidence import save_attribution
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
 from lifecycle.step_records import question_files, record_gap, save
 
@@ -64,6 +66,10 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
             reference=scores.reference), stage="judge", **ids)
         if unsaved is None:
             user.progress.bump(judged=1)
+            try:  # the question stays scored whatever happens here
+                await asyncio.to_thread(save_attribution, user, question, judgment.label)
+            except Exception as exc:
+                append_error(user.run, error_record(exc, stage="judge", **ids))
             return StepOutcome(success=True)
     if error is None:  # judged, but the judgment could not be kept: not scored
         return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.reason)

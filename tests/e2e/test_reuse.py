@@ -84,6 +84,10 @@ def test_the_reused_items_are_as_in_a_and_say_where_they_came_from(runs):
     assert record.memory.run_dir == str(run_a.root) and record.memory.run_id == a_id
     assert set(record.answers) == {"0_q_1", "0_q_2", "0_q_3"} - {failed_answer.question_id}
     assert not run_b.user(1).reuse.exists()  # user 1's history was incomplete in A: built from scratch
+    assert record.judgments and all(  # a reused judgment brings its evidence attribution along
+        run_b.user(0).question(q).attribution.read_bytes() == run_a.user(0).question(q).attribution.read_bytes()
+        for q in record.judgments)
+    assert summary(run_b).evidence.attributed == summary(run_b).scored
     for folder in ("daily", "session/images"):
         theirs = sorted(p.relative_to(run_a.user(0).workspace) for p in (run_a.user(0).workspace / folder).rglob("*"))
         mine = sorted(p.relative_to(run_b.user(0).workspace) for p in (run_b.user(0).workspace / folder).rglob("*"))

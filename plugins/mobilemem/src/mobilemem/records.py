@@ -420,6 +420,47 @@ class MetricsFile(RecordBase):
     reference: str = Field(description="the reference the scores were computed against")
 
 
+HitRule = Literal["dialog", "note", "image"]  # how a search hit points into a session (analysis.attribution)
+
+
+class ImageRead(BaseModel):
+    """One successful `read_image` call, mapped back to the dialogue turn whose image ReMe saved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    call: int = Field(description="index in the answer's tool_calls")
+    path: str = Field(description="workspace-relative")
+    session_id: str | None = Field(description="null when the path is not a saved dialogue image")
+    turn: int | None
+    image_id: str | None = Field(description="the turn's original Image ID (its dialogue path)")
+    evidence: bool = Field(description="the same file as one of the question's evidence images")
+
+
+class EvidenceHit(BaseModel):
+    """One `bm25_search` hit that points into an evidence session."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    call: int = Field(description="index in the answer's tool_calls")
+    path: str = Field(description="the hit's workspace path")
+    lines: str = Field(description="the hit's line range, as the search printed it")
+    sessions: list[str] = Field(description="the evidence sessions it points into")
+    rules: list[HitRule] = Field(description="dialog: the session's transcript; note: a note the session wrote; "
+                                             "image: its text cites session/images/<sid>/")
+
+
+class AttributionFile(RecordBase):
+    """What the answer agent did with a scored question's evidence (issue 15): never seen by the candidate."""
+
+    user_id: int
+    question_id: str
+    evidence_sessions: list[str]
+    evidence_images: list[str] = Field(description="the evidence's image_path values, as in questions.jsonl")
+    images_read: list[ImageRead]
+    evidence_hits: list[EvidenceHit]
+    opened_evidence_image: bool
+    retrieved_evidence_session: bool
+    label: Label
+
+
 # --- run-level results ---------------------------------------------------------------------------
 
 
@@ -485,6 +526,33 @@ class UsageSummary(BaseModel):
     reused: ReusedSummary = Field(default_factory=ReusedSummary)
 
 
+class EvidenceCell(BaseModel):
+    """The scored questions with attributions that share both facts, and how many were judged correct."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    retrieved: bool = Field(description="a bm25_search hit pointed into an evidence session")
+    opened: bool = Field(description="read_image opened an evidence image")
+    questions: int = 0
+    correct: int = 0
+    accuracy: float | None = None
+
+
+class EvidenceSummary(BaseModel):
+    """Scored questions split by what the agent did with the evidence (attribution.json)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attributed: int = Field(description="scored questions with an attribution.json: the cells' total")
+    unattributed: int = Field(description="scored questions without one (attribution failed or was not run)")
+    without_evidence_image: int = Field(description="attributed questions whose evidence names no image (never "
+                                                    "'opened')")
+    retrieval_miss: EvidenceCell = Field(description="no hit in an evidence session, no evidence image opened")
+    retrieved_not_opened: EvidenceCell = Field(description="a hit in an evidence session, no evidence image opened")
+    opened_not_retrieved: EvidenceCell = Field(description="an evidence image opened with no hit in its session")
+    retrieved_and_opened: EvidenceCell = Field(description="a hit in an evidence session and an evidence image "
+                                                           "opened")
+    opened_answered_wrong: int = Field(description="wrong answers although an evidence image was opened")
+
+
 class SummaryFile(RecordBase):
     simulated: bool
     state: RunState
@@ -500,3 +568,5 @@ class SummaryFile(RecordBase):
     usage: UsageSummary
     cleanup_error_count: int
     not_attempted: int = Field(default=0, description="selected questions with no outcome at all (status not_run)")
+    evidence: EvidenceSummary | None = Field(default=None, description="the evidence attribution split (null in "
+                                                                          "older summaries)")

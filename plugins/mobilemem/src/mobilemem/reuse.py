@@ -5,7 +5,8 @@ this run. No Prefect, no model: file operations only.
 Earlier runs are searched in the order given (newest first wins). A memory is reused only when
 complete (its `memory_usage.json`, written last, exists) and its fingerprint equals this run's; a
 partial history is never resumed. An answer is reused only when successful and of the same answer
-fingerprint, a judgment only when successful, scored and of the same judgment fingerprint.
+fingerprint, a judgment only when successful, scored and of the same judgment fingerprint (with
+its metrics and, when the earlier run has one, its evidence attribution).
 
 Copies never change the earlier run: files that nothing rewrites in place (ReMe's saved images and
 agent states, this runner's records, all written once or atomically) are hard links where the file
@@ -112,3 +113,5 @@ def copy_judgment(source: RunDir, target: RunDir, user_id: int, question_id: str
     theirs, mine = source.user(user_id).question(question_id), target.user(user_id).question(question_id)
     _link_or_copy(theirs.judgment, mine.judgment)
     _link_or_copy(theirs.metrics, mine.metrics)
+    if theirs.attribution.is_file():  # runs before evidence attribution have none
+        _link_or_copy(theirs.attribution, mine.attribution)

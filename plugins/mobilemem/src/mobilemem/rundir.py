@@ -58,6 +58,10 @@ class QuestionDir:
         return self.root / "metrics.json"
 
     @property
+    def attribution(self) -> Path:
+        return self.root / "attribution.json"
+
+    @property
     def error(self) -> Path:
         return self.root / "error.json"
 

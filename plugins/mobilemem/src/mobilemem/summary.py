@@ -6,7 +6,9 @@ denominator of accuracy, F1 and BLEU-1 alike. Gaps are counted by stage and reas
 Usage policy v2: memory cost only from sessions/*.json, answer cost only from answer-response.json;
 judge usage never counts. Unknown token totals stay null, and a mean never counts an unknown as
 0: a user or question whose token count is unknown (a successful request of it reported no usage)
-is left out of the mean, and `known` says how many of the denominator's units it covers.
+is left out of the mean, and `known` says how many of the denominator's units it covers. The
+evidence split counts the scored questions by their attribution.json (written by the judge's
+analysis, which this module never imports).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from pathlib import Path
 
 from mobilemem.records import (
     AnswerResponseFile,
+    AttributionFile,
     ErrorFile,
     ErrorLine,
+    EvidenceCell,
+    EvidenceSummary,
     JudgmentFile,
     MeanTokens,
     MetricsFile,
@@ -47,6 +52,7 @@ class _Outcome:
     judgment: JudgmentFile | None
     metrics: MetricsFile | None
     error: ErrorFile | None
+    attribution: AttributionFile | None
 
     @property
     def answered(self) -> bool:
@@ -77,7 +83,7 @@ def _outcomes(run: RunDir, plan: RunFile) -> list[_Outcome]:
         q = run.user(planned.user_id).question(planned.question_id)
         outcomes.append(_Outcome(planned, _maybe(q.answer_response, AnswerResponseFile),
                                  _maybe(q.judgment, JudgmentFile), _maybe(q.metrics, MetricsFile),
-                                 _maybe(q.error, ErrorFile)))
+                                 _maybe(q.error, ErrorFile), _maybe(q.attribution, AttributionFile)))
     return outcomes
 
 
@@ -96,6 +102,27 @@ def _by(outcomes: list[_Outcome], key) -> dict[str, Score]:
     for outcome in outcomes:
         groups[str(key(outcome.planned))].append(outcome)
     return {name: _score(group) for name, group in sorted(groups.items())}
+
+
+def _cell(outcomes: list[_Outcome], retrieved: bool, opened: bool) -> EvidenceCell:
+    labels = [o.metrics.llm_judge for o in outcomes if o.metrics and o.attribution
+              and (o.attribution.retrieved_evidence_session, o.attribution.opened_evidence_image) == (retrieved, opened)]
+    return EvidenceCell(retrieved=retrieved, opened=opened, questions=len(labels), correct=sum(labels),
+                        accuracy=_mean([float(label) for label in labels]))
+
+
+def _evidence(outcomes: list[_Outcome]) -> EvidenceSummary:
+    """The scored questions split by attribution.json: did a search hit an evidence session, did the
+    agent open an evidence image; a scored question without attribution.json is only counted."""
+    scored = [o for o in outcomes if o.scored]
+    attributed = [o for o in scored if o.attribution is not None]
+    opened = [o for o in attributed if o.attribution and o.attribution.opened_evidence_image]
+    return EvidenceSummary(
+        attributed=len(attributed), unattributed=len(scored) - len(attributed),
+        without_evidence_image=sum(not o.attribution.evidence_images for o in attributed if o.attribution),
+        retrieval_miss=_cell(attributed, False, False), retrieved_not_opened=_cell(attributed, True, False),
+        opened_not_retrieved=_cell(attributed, False, True), retrieved_and_opened=_cell(attributed, True, True),
+        opened_answered_wrong=sum(o.metrics.llm_judge == 0 for o in opened if o.metrics))
 
 
 def _known_tokens(requests: list[ObservedRequest]) -> int | None:
@@ -175,7 +202,7 @@ def summarize_run(root: Path) -> tuple[SummaryFile, list[ResultLine]]:
         by_language=_by(outcomes, lambda p: p.language), by_difficulty=_by(outcomes, lambda p: p.difficulty),
         gaps={stage: dict(sorted(reasons.items())) for stage, reasons in sorted(gaps.items())},
         usage=_usage(run, plan, outcomes), cleanup_error_count=len(read_lines(run.cleanup_errors, ErrorLine)),
-        not_attempted=sum(o.status == "not_run" for o in outcomes))
+        not_attempted=sum(o.status == "not_run" for o in outcomes), evidence=_evidence(outcomes))
     return summary, [_result(o) for o in outcomes]
 
 

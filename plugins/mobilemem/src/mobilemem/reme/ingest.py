@@ -1,9 +1,9 @@
 """Ingest one session with ReMe's `auto_memory` job (DESIGN §4.1).
 
 Every turn becomes one AgentScope message with the turn's role, a stable id (`<sid>-t<turn>`,
-which names ReMe's saved attachment files) and the session's start time as its timestamp. A text
-turn carries its text verbatim; an image turn carries `Image ID: <original path>` and the image
-itself (the file's bytes, not resized; an MPO as the PNG of its first frame).
+`mobilemem.message_ids`; it names ReMe's saved attachment files) and the session's start time as
+its timestamp. A text turn carries its text verbatim; an image turn carries `Image ID: <original
+path>` and the image itself (the file's bytes, not resized; an MPO as the PNG of its first frame).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from reme.application import Application
 from mobilemem import usage
 from mobilemem.dataset import CandidateSession, CandidateTurn
 from mobilemem.images import image_for_model
+from mobilemem.message_ids import message_id
 from mobilemem.models import raise_if_cancelled
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def session_messages(session: CandidateSession, dataset_root: Path) -> list[Msg]
     so two runs hand ReMe the same messages (and ReMe names the saved images the same)."""
     messages = []
     for turn in session.turns:
-        msg_id = f"{session.session_id}-t{turn.turn}"
+        msg_id = message_id(session.session_id, turn.turn)
         messages.append(Msg(id=msg_id, name=turn.role, role=turn.role, created_at=session.event_start_time,
                             content=_content(turn, dataset_root, msg_id, session.event_start_time)))
     return messages
