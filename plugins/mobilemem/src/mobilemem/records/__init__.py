@@ -1,0 +1,131 @@
+"""Every file of the run directory (DESIGN §5), one pydantic model each, in the modules of this
+package by concern and all importable from here.
+
+A model is named for its file (`answer-response.json` -> `AnswerResponseFile`, a JSONL line ->
+`...Line`). All are frozen, refuse unknown fields and carry `schema_version`; bump it when a field is
+renamed, removed or changes meaning, and upgrade older shapes in a `mode="before"` validator.
+Run timestamps are UTC; dataset times stay the verbatim naive strings of the dataset. Unknown is
+`null`, never 0. No model has a field for credentials.
+"""
+
+from mobilemem.records.base import (
+    SCHEMA_VERSION,
+    ErrorStage,
+    GapStage,
+    RunState,
+    FinishedReason,
+    Label,
+    DecidedBy,
+    RecordBase,
+    Timed,
+)
+from mobilemem.records.failures import (
+    StackFrame,
+    ErrorLine,
+    ErrorFile,
+)
+from mobilemem.records.usage import (
+    ObservedRequest,
+    UsageCounter,
+    Usage,
+)
+from mobilemem.records.run import (
+    PlannedQuestion,
+    CandidateProvenance,
+    ConfigFiles,
+    RunFile,
+    JudgeSettingsFile,
+)
+from mobilemem.records.user import (
+    SessionFile,
+    IndexResponseFile,
+    MemoryUsageFile,
+    ReusedItem,
+    ReuseFile,
+)
+from mobilemem.records.comparison import (
+    LabelFlip,
+    RejudgeFile,
+    ComparedRun,
+    PairedScore,
+    McNemarCounts,
+    PairedGroup,
+    QuestionFlip,
+    CompareFile,
+)
+from mobilemem.records.question import (
+    JobFile,
+    ToolCallRecord,
+    AnswerResponse,
+    AnswerResponseFile,
+    JudgmentFile,
+    MetricsFile,
+    HitRule,
+    ImageRead,
+    EvidenceHit,
+    AttributionFile,
+)
+from mobilemem.records.results import (
+    ResultLine,
+    Score,
+    MeanTokens,
+    ReusedSummary,
+    UsageSummary,
+    EvidenceCell,
+    EvidenceSummary,
+    SummaryFile,
+)
+
+__all__ = [
+    "AnswerResponse",
+    "AnswerResponseFile",
+    "AttributionFile",
+    "CandidateProvenance",
+    "CompareFile",
+    "ComparedRun",
+    "ConfigFiles",
+    "DecidedBy",
+    "ErrorFile",
+    "ErrorLine",
+    "ErrorStage",
+    "EvidenceCell",
+    "EvidenceHit",
+    "EvidenceSummary",
+    "FinishedReason",
+    "GapStage",
+    "HitRule",
+    "ImageRead",
+    "IndexResponseFile",
+    "JobFile",
+    "JudgeSettingsFile",
+    "JudgmentFile",
+    "Label",
+    "LabelFlip",
+    "McNemarCounts",
+    "MeanTokens",
+    "MemoryUsageFile",
+    "MetricsFile",
+    "ObservedRequest",
+    "PairedGroup",
+    "PairedScore",
+    "PlannedQuestion",
+    "QuestionFlip",
+    "RecordBase",
+    "RejudgeFile",
+    "ResultLine",
+    "ReuseFile",
+    "ReusedItem",
+    "ReusedSummary",
+    "RunFile",
+    "RunState",
+    "SCHEMA_VERSION",
+    "Score",
+    "SessionFile",
+    "StackFrame",
+    "SummaryFile",
+    "Timed",
+    "ToolCallRecord",
+    "Usage",
+    "UsageCounter",
+    "UsageSummary",
+]

@@ -1,0 +1,122 @@
+"""A question's files: job, answer, judgment, metrics, evidence attribution."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from mobilemem.records.base import FinishedReason, Label, DecidedBy, RecordBase, Timed
+from mobilemem.records.usage import ObservedRequest, Usage
+
+
+class JobFile(RecordBase):
+    """Exactly what the candidate saw of a question."""
+
+    user_id: int
+    question_id: str
+    question: str
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call of the answer agent, noted as it happened (in order)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    ok: bool
+    error: str | None = None
+    arguments: dict[str, JsonValue] | None = Field(default=None, description="what the model passed (null in "
+                                                                               "older runs)")
+    result: str | None = Field(default=None, description="the text the tool returned, at most MAX_TOOL_RESULT "
+                                                         "characters (an image's bytes are not text)")
+    result_chars: int | None = Field(default=None, description="the returned text's full length")
+
+
+class AnswerResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    success: bool
+    answer: str | None
+    finished_reason: FinishedReason | None
+    truncated: bool = False
+    answer_bytes: int | None = Field(default=None, description="the answer's size before it was cut to the cap")
+    iterations: int = 0
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    trajectory_path: str | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+
+class AnswerResponseFile(Timed):
+    user_id: int
+    question_id: str
+    response: AnswerResponse | None = Field(description="null when the call raised")
+    usage: Usage
+    requests: list[ObservedRequest]
+    latency_s: float
+    error_id: str | None = None
+    answer_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what produced it")
+
+
+class JudgmentFile(Timed):
+    user_id: int
+    question_id: str
+    success: bool
+    label: Label | None
+    decided_by: DecidedBy | None
+    raw_reply: str | None
+    usage: Usage = Field(description="judge usage: never part of the run's totals")
+    requests: list[ObservedRequest]
+    error_kind: str | None = None
+    error_id: str | None = None
+    error: str | None = None
+    judgment_fingerprint: str | None = Field(default=None, description="mobilemem_judge.fingerprint")
+
+
+class MetricsFile(RecordBase):
+    user_id: int
+    question_id: str
+    llm_judge: Literal[0, 1]
+    f1: float
+    bleu1: float
+    reference: str = Field(description="the reference the scores were computed against")
+
+
+HitRule = Literal["dialog", "note", "image"]  # how a search hit points into a session (analysis.attribution)
+
+
+class ImageRead(BaseModel):
+    """One successful `read_image` call, mapped back to the dialogue turn whose image ReMe saved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    call: int = Field(description="index in the answer's tool_calls")
+    path: str = Field(description="workspace-relative")
+    session_id: str | None = Field(description="null when the path is not a saved dialogue image")
+    turn: int | None
+    image_id: str | None = Field(description="the turn's original Image ID (its dialogue path)")
+    evidence: bool = Field(description="the same file as one of the question's evidence images")
+
+
+class EvidenceHit(BaseModel):
+    """One `bm25_search` hit that points into an evidence session."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    call: int = Field(description="index in the answer's tool_calls")
+    path: str = Field(description="the hit's workspace path")
+    lines: str = Field(description="the hit's line range, as the search printed it")
+    sessions: list[str] = Field(description="the evidence sessions it points into")
+    rules: list[HitRule] = Field(description="dialog: the session's transcript; note: a note the session wrote; "
+                                             "image: its text cites session/images/<sid>/")
+
+
+class AttributionFile(RecordBase):
+    """What the answer agent did with a scored question's evidence (issue 15): never seen by the candidate."""
+
+    user_id: int
+    question_id: str
+    evidence_sessions: list[str]
+    evidence_images: list[str] = Field(description="the evidence's image_path values, as in questions.jsonl")
+    images_read: list[ImageRead]
+    evidence_hits: list[EvidenceHit]
+    opened_evidence_image: bool
+    retrieved_evidence_session: bool
+    label: Label

@@ -1,0 +1,118 @@
+"""results.jsonl and summary.json."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mobilemem.records.base import RunState, Label, RecordBase
+from mobilemem.records.usage import Usage
+
+
+class ResultLine(RecordBase):
+    user_id: int
+    question_id: str
+    language: str
+    difficulty: str | None
+    status: Literal["scored", "history", "index", "answer", "judge", "not_run"]
+    prediction: str | None
+    gold: str | list[str]
+    label: Label | None
+    f1: float | None
+    bleu1: float | None
+    answer_tokens: int | None
+    answer_latency_s: float | None
+
+
+class Score(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    expected: int
+    scored: int
+    accuracy: float | None
+    f1: float | None
+    bleu1: float | None
+
+
+class MeanTokens(BaseModel):
+    """A mean with its parts. An unknown count is never averaged in as 0: `value` = `tokens` / `known`,
+    over the `known` units (of `denominator`) whose token count is known; it is the mean over the
+    whole denominator exactly when `known == denominator`, and null when no unit's count is known."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value: float | None
+    tokens: int | None = Field(description="the sum over the units whose count is known")
+    denominator: int
+    known: int | None = Field(default=None, description="units whose count is known: every successful request "
+                                                        "of it reported usage (null in older summaries)")
+    attempted: int
+    completed: int
+    reused: int = Field(default=0, description="units copied from an earlier run (`--reuse`): not in this mean")
+
+
+class ReusedSummary(BaseModel):
+    """What this run copied from earlier runs, and what it cost there (never counted again here)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    users: int = 0  # memories copied
+    sessions: int = 0
+    answers: int = 0
+    judgments: int = 0
+    memory: Usage | None = Field(default=None, description="the copied sessions' usage, in the earlier run")
+    answer: Usage | None = Field(default=None, description="the copied answers' usage, in the earlier run")
+
+
+class UsageSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    policy_version: Literal[2] = 2
+    memory: Usage = Field(description="from sessions/*.json made in this run (the index makes no request)")
+    answer: Usage = Field(description="from answer-response.json made in this run")
+    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users not reused")
+    mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions not reused")
+    reused: ReusedSummary = Field(default_factory=ReusedSummary)
+
+
+class EvidenceCell(BaseModel):
+    """The scored questions with attributions that share both facts, and how many were judged correct."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    retrieved: bool = Field(description="a bm25_search hit pointed into an evidence session")
+    opened: bool = Field(description="read_image opened an evidence image")
+    questions: int = 0
+    correct: int = 0
+    accuracy: float | None = None
+
+
+class EvidenceSummary(BaseModel):
+    """Scored questions split by what the agent did with the evidence (attribution.json)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attributed: int = Field(description="scored questions with an attribution.json: the cells' total")
+    unattributed: int = Field(description="scored questions without one (attribution failed or was not run)")
+    without_evidence_image: int = Field(description="attributed questions whose evidence names no image (never "
+                                                    "'opened')")
+    retrieval_miss: EvidenceCell = Field(description="no hit in an evidence session, no evidence image opened")
+    retrieved_not_opened: EvidenceCell = Field(description="a hit in an evidence session, no evidence image opened")
+    opened_not_retrieved: EvidenceCell = Field(description="an evidence image opened with no hit in its session")
+    retrieved_and_opened: EvidenceCell = Field(description="a hit in an evidence session and an evidence image "
+                                                           "opened")
+    opened_answered_wrong: int = Field(description="wrong answers although an evidence image was opened")
+
+
+class SummaryFile(RecordBase):
+    simulated: bool
+    state: RunState
+    users: int
+    expected: int
+    answered: int
+    judged: int
+    scored: int
+    overall: Score
+    by_language: dict[str, Score]
+    by_difficulty: dict[str, Score]
+    gaps: dict[str, dict[str, int]] = Field(description="stage -> reason -> count")
+    usage: UsageSummary
+    cleanup_error_count: int
+    not_attempted: int = Field(default=0, description="selected questions with no outcome at all (status not_run)")
+    evidence: EvidenceSummary | None = Field(default=None, description="the evidence attribution split (null in "
+                                                                          "older summaries)")

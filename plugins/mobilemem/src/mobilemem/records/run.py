@@ -1,0 +1,82 @@
+"""run.json and judge-settings.json."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+
+from mobilemem.records.base import RunState, RecordBase
+
+
+class PlannedQuestion(BaseModel):
+    """A selected question as the run's plan lists it (run.json is never shown to the candidate)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    user_id: int
+    question_id: str
+    language: str
+    difficulty: str | None
+    gold: str | list[str]
+
+
+class CandidateProvenance(BaseModel):
+    """Which ReMe produced the answers (DESIGN §4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reme_version: str = Field(description="installed reme-ai")
+    agentscope_version: str
+    preset: str = Field(description="the ReMe application preset")
+    plugin: str = Field(description="the ReMe plugin enabled by name")
+    plugin_version: str = Field(description="the mobilemem distribution that ships the plugin")
+    inject_runtime_state: bool
+
+
+class ConfigFiles(BaseModel):
+    """The files a run's configuration came from (DESIGN §6)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    defaults: str = Field(description="the defaults file: the checkout's config.yaml, or the packaged copy")
+    defaults_from: Literal["checkout", "package"]
+    config: str | None = Field(description="the --config file, null without one")
+
+
+class RunFile(RecordBase):
+    args: dict[str, JsonValue]
+    config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
+    config_files: ConfigFiles | None = Field(default=None, description="which defaults and --config files "
+                                                                       "it came from")
+    package_versions: dict[str, str]
+    git_commit: str | None
+    git_dirty: bool | None
+    dataset_path: str
+    dataset_revision: str | None
+    data_sha256: str
+    questions_sha256: str
+    prompt_sha256: dict[str, str] = Field(description="sha256 of every frozen text the plugin adds")
+    candidate: CandidateProvenance | None = None
+    started_at: AwareDatetime
+    finished_at: AwareDatetime | None = None
+    flow_run_id: str | None = None
+    pid: int | None = Field(default=None, description="the runner's process id")
+    host: str | None = Field(default=None, description="the runner's host name")
+    heartbeat_at: AwareDatetime | None = Field(default=None, description="updated while the run is alive")
+    simulated: bool
+    state: RunState
+    users: list[int] = Field(default_factory=list, description="the scheduled users")
+    questions: list[PlannedQuestion] = Field(default_factory=list, description="the selected questions")
+
+
+class JudgeSettingsFile(RecordBase):
+    model: str
+    model_from_env: bool = Field(description="JUDGE_MODEL_NAME set the model")
+    temperature: float
+    extra_body: dict[str, JsonValue]
+    max_tokens: int
+    stream: bool
+    rubric: str
+    rubric_sha256: str
+    protocol: str
+    parser_version: int
+    timeout_s: float | None = Field(default=None, description="wall-clock budget of one judgment")
+    max_reply_bytes: int | None = Field(default=None, description="a longer reply is a judge gap")
