@@ -55,6 +55,7 @@ from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunState, SummaryFile
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
+from mobilemem_judge.analysis.report import REPORT_FILE
 from lifecycle import analysis_commands, commands, console, run_end, run_setup
 from lifecycle import plan as plan_command
 from tasks.answer import answer_question
@@ -279,6 +280,8 @@ def _evaluate(params: dict) -> int:
         signal.signal(signal.SIGTERM, previous)
         guard.stop()
     print(commands.headline(plan.run.root, summary))
+    if (plan.run.root / REPORT_FILE).is_file():
+        print(f"report: {plan.run.root / REPORT_FILE}")
     if summary.state == "interrupted_by_error":
         print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
               f"{plan.run.root} (exit 3)", file=sys.stderr)

@@ -1,13 +1,19 @@
 """summary.json and results.jsonl: a pure function of the run directory's files, rewritten at the
-end of a run, after a stop, and by `python flows/mobilemem.py summarize RUN_DIR`."""
+end of a run, after a stop, and by `python flows/mobilemem.py summarize RUN_DIR`; report.html from
+them at the end of a run (and by `report RUN_DIR`). A failure past the scores is a cleanup error."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from mobilemem.errors import error_record
 from mobilemem.records import SummaryFile
-from mobilemem.rundir import RunDir, write_bytes_atomic, write_record
+from mobilemem.rundir import RunDir, append_error, write_bytes_atomic, write_record
 from mobilemem.summary import summarize_run
+from mobilemem_judge.analysis.report import write_report
+
+log = logging.getLogger(__name__)
 
 
 def write_summary(run_dir: Path) -> SummaryFile:
@@ -17,3 +23,24 @@ def write_summary(run_dir: Path) -> SummaryFile:
     write_bytes_atomic(run.results, "".join(r.model_dump_json() + "\n" for r in results).encode("utf-8"))
     write_record(run.summary, summary)
     return summary
+
+
+def count_cleanup_error(run_dir: Path, summary: SummaryFile, exc: Exception) -> SummaryFile:
+    """Record a failure that came after the scores were written, and count it in summary.json."""
+    append_error(RunDir(run_dir), error_record(exc, stage="cleanup"))
+    try:
+        write_summary(run_dir)
+    except OSError:
+        pass
+    return summary.model_copy(update={"cleanup_error_count": summary.cleanup_error_count + 1})
+
+
+def write_report_counted(run_dir: Path, summary: SummaryFile) -> tuple[SummaryFile, bool]:
+    """report.html from summary.json and the run's files, and whether it was written; a failure is a
+    cleanup error (the scores are on disk; `report RUN_DIR` writes it again)."""
+    try:
+        write_report(run_dir)
+    except Exception as exc:
+        log.warning("report.html was not written: %s: %s", type(exc).__name__, exc)
+        return count_cleanup_error(run_dir, summary, exc), False
+    return summary, True

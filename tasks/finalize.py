@@ -10,13 +10,11 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem.errors import error_record
 from mobilemem.records import RunFile, SummaryFile
-from mobilemem.rundir import RunDir, append_error, read_record
+from mobilemem.rundir import RunDir, read_record
 from mobilemem.summary import summarize_run
-from mobilemem_judge.analysis.report import write_report
 from lifecycle.dashboard import RunIdentity
-from lifecycle.summary_files import write_summary
+from lifecycle.summary_files import count_cleanup_error, write_report_counted, write_summary
 
 log = logging.getLogger(__name__)
 
@@ -33,34 +31,15 @@ async def finalize(run_dir: Path) -> SummaryFile:
         log.error("could not write summary.json / results.jsonl: %s", exc.strerror or exc)
         summary, reported = summarize_run(run_dir)[0], False
     else:
-        summary, reported = _report(run_dir, summary)
+        summary, reported = write_report_counted(run_dir, summary)
     try:
         await _artifacts(run_dir, summary)
     except Exception as exc:  # the dashboard's view is bookkeeping: a lost API is a cleanup error, no more
         log.warning("the run's artifacts were not created: %s", type(exc).__name__)
-        summary = _cleanup_error(run_dir, summary, exc)
+        summary = count_cleanup_error(run_dir, summary, exc)
         if reported:  # report.html shows summary.json as it is now
-            _report(run_dir, summary)
+            write_report_counted(run_dir, summary)
     return summary
-
-
-def _report(run_dir: Path, summary: SummaryFile) -> tuple[SummaryFile, bool]:
-    """report.html from summary.json and the run's files (`report RUN_DIR` writes it again)."""
-    try:
-        write_report(run_dir)
-    except Exception as exc:  # the scores are on disk: a missing report is a cleanup error
-        log.warning("report.html was not written: %s: %s", type(exc).__name__, exc)
-        return _cleanup_error(run_dir, summary, exc), False
-    return summary, True
-
-
-def _cleanup_error(run_dir: Path, summary: SummaryFile, exc: Exception) -> SummaryFile:
-    append_error(RunDir(run_dir), error_record(exc, stage="cleanup"))
-    try:
-        write_summary(run_dir)
-    except OSError:
-        pass
-    return summary.model_copy(update={"cleanup_error_count": summary.cleanup_error_count + 1})
 
 
 async def _artifacts(run_dir: Path, summary: SummaryFile) -> None:

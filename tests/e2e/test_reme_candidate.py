@@ -114,7 +114,8 @@ def test_reme_logs_into_run_log_and_writes_nothing_outside_the_run_directory(sam
                            "--output", "out", "--simulate", "--users", "2", "--limit-questions", "1"],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "run directory: out/mobilemem/qwen3.8-max" and len(done.stdout.splitlines()) == 2
+    assert done.stdout.splitlines()[0] == "run directory: out/mobilemem/qwen3.8-max" and len(done.stdout.splitlines()) == 3
+    assert done.stdout.splitlines()[2] == "report: out/mobilemem/qwen3.8-max/report.html"
     assert "reme." not in done.stdout + done.stderr and "| INFO |" not in done.stdout + done.stderr
     assert [p.name for p in cwd.iterdir()] == ["out"] and list(home.rglob("*")) == []
     assert "mobilemem.reme.log: reme.steps.evolve.auto_memory" in (cwd / "out/mobilemem/qwen3.8-max/run.log").read_text()

@@ -76,6 +76,20 @@ def test_the_report_shows_summary_json_numbers(baseline_run):
                                       "bleu1": _fmt(score.bleu1)}, group
 
 
+def test_the_evidence_breakdown_is_summary_json_s(baseline_run):
+    _, run, _, _ = baseline_run
+    evidence = summary(run).evidence
+    assert evidence is not None and evidence.attributed == summary(run).scored
+    html = (run.root / "report.html").read_text(encoding="utf-8")
+    cells = re.findall(r'<tr data-cell="\d"><td>[^<]+</td><td class="num">(\d+)</td><td class="num">(\d+)</td>', html)
+    assert [(int(q), int(c)) for q, c in cells] == [
+        (cell.questions, cell.correct) for cell in (evidence.retrieval_miss, evidence.retrieved_not_opened,
+                                                    evidence.opened_not_retrieved, evidence.retrieved_and_opened)]
+    assert f'<b id="opened-wrong">{evidence.opened_answered_wrong}</b>' in html
+    details = json.loads(_page(run).blobs["details-data"])
+    assert all(d["attribution"]["opened_evidence_image"] for d in details if d["status"] == "scored")
+
+
 def test_the_detail_view_is_each_answers_own_tool_calls_with_thumbnails(baseline_run):
     _, run, _, _ = baseline_run
     page = _page(run)
@@ -137,3 +151,22 @@ def test_report_command_refuses_a_damaged_run_in_one_line(baseline_run, tmp_path
     (copy / "summary.json").unlink()
     assert main(["report", str(copy)]) == 1
     assert "summarize" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_is_a_cleanup_error(baseline_run, tmp_path):
+    from lifecycle.summary_files import write_report_counted
+    from mobilemem.records import ErrorLine
+
+    _, run, _, _ = baseline_run
+    copy = RunDir(tmp_path / "run")
+    shutil.copytree(run.root, copy.root)
+    lines = copy.results.read_text(encoding="utf-8").splitlines()
+    lines[0] = lines[0].replace('"CORRECT"', '"WRONG"')  # results.jsonl no longer agrees with summary.json
+    copy.results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = summary(copy)
+    after, written = write_report_counted(copy.root, before)
+    assert not written and after.cleanup_error_count == before.cleanup_error_count + 1
+    assert summary(copy).cleanup_error_count == after.cleanup_error_count
+    [line] = [e for e in read_lines(copy.cleanup_errors, ErrorLine)
+              if "disagree" in e.reason] or [None]
+    assert line is not None and line.stage == "cleanup"

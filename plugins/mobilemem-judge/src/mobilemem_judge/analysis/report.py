@@ -15,6 +15,7 @@ from itables import options as itables_options
 from markupsafe import Markup
 from plotly.subplots import make_subplots
 
+from mobilemem.records import EvidenceCell, EvidenceSummary
 from mobilemem.rundir import write_bytes_atomic
 from mobilemem_judge.analysis.html import figure, render
 from mobilemem_judge.analysis.report_data import Group, Report, load_report
@@ -80,13 +81,22 @@ def distribution_chart(report: Report) -> go.Figure:
     return fig
 
 
-def evidence_chart(evidence: dict) -> go.Figure | None:
-    cells = [(name, cell) for name, cell in (evidence.get("cells") or {}).items() if cell.get("questions")]
+EVIDENCE_CELLS = (("retrieval_miss", "retrieval miss: no hit in an evidence session, no evidence image opened"),
+                  ("retrieved_not_opened", "retrieved, not opened: a hit in an evidence session, no image opened"),
+                  ("opened_not_retrieved", "opened, not retrieved: an evidence image opened without a hit"),
+                  ("retrieved_and_opened", "retrieved and opened"))
+
+
+def evidence_rows(evidence: EvidenceSummary) -> list[tuple[str, EvidenceCell]]:
+    return [(label, getattr(evidence, name)) for name, label in EVIDENCE_CELLS]
+
+
+def evidence_chart(evidence: EvidenceSummary) -> go.Figure | None:
+    cells = [(label.split(":")[0], cell) for label, cell in evidence_rows(evidence) if cell.questions]
     if not cells:
         return None
-    fig = go.Figure(go.Bar(x=[name for name, _ in cells], y=[c.get("accuracy") for _, c in cells],
-                           text=[f"{c.get('correct')}/{c.get('questions')}" for _, c in cells],
-                           textposition="outside"))
+    fig = go.Figure(go.Bar(x=[name for name, _ in cells], y=[c.accuracy for _, c in cells],
+                           text=[f"{c.correct}/{c.questions}" for _, c in cells], textposition="outside"))
     fig.update_layout(title="Accuracy by what the agent did with the evidence", yaxis={"range": [0, 1.15]},
                       height=320)
     return fig
@@ -125,7 +135,7 @@ def _json_script(value) -> Markup:
 
 def render_report(report: Report) -> str:
     groups = report.groups
-    evidence = report.summary.model_dump().get("evidence")
+    evidence = report.summary.evidence
     return render(
         "report.html.j2", report=report, run=report.run, summary=report.summary,
         overall=groups[0], gap_count=sum(n for reasons in report.summary.gaps.values() for n in reasons.values()), by_language=[g for g in groups if g.kind == "language"],
@@ -137,7 +147,7 @@ def render_report(report: Report) -> str:
         gap_chart=_maybe_figure(gap_chart(report.summary.gaps), "chart-gaps"),
         cost_chart=figure(cost_chart(report), "chart-cost"),
         distribution_chart=figure(distribution_chart(report), "chart-distributions"),
-        evidence=evidence, evidence_chart=_maybe_figure(evidence_chart(evidence) if evidence else None,
+        evidence=evidence, evidence_rows=evidence_rows(evidence) if evidence else [], evidence_chart=_maybe_figure(evidence_chart(evidence) if evidence else None,
                                                         "chart-evidence"),
         itables_init=Markup(generate_init_offline_itables_html(itables_options.dt_bundle)),
         question_table=question_table(report), details=_json_script(report.details),

@@ -5,7 +5,6 @@ Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from mobilemem.errors import MobilememError
 from mobilemem.records import (
     AnswerResponseFile,
+    AttributionFile,
     ErrorFile,
     JobFile,
     JudgmentFile,
@@ -170,7 +170,7 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
     answer = _maybe(paths.answer_response, AnswerResponseFile)
     judgment = _maybe(paths.judgment, JudgmentFile)
     error = _maybe(paths.error, ErrorFile) if line.status != "scored" else None
-    attribution = _read_json(paths.root / "attribution.json")
+    attribution = _maybe(paths.attribution, AttributionFile)
     response = answer.response if answer else None
     row = QuestionRow(
         index=index, user_id=line.user_id, question_id=line.question_id, status=line.status,
@@ -178,8 +178,8 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
         prediction=line.prediction, gold=gold_text(line.gold), label=line.label, f1=line.f1, bleu1=line.bleu1,
         tokens=line.answer_tokens, iterations=response.iterations if response else None,
         latency_s=line.answer_latency_s,
-        opened_evidence=attribution.get("opened_evidence_image") if attribution else None,
-        retrieved_evidence=attribution.get("retrieved_evidence_session") if attribution else None)
+        opened_evidence=attribution.opened_evidence_image if attribution else None,
+        retrieved_evidence=attribution.retrieved_evidence_session if attribution else None)
     detail = {
         "user_id": line.user_id, "question_id": line.question_id, "status": line.status, "question": row.question,
         "gold": row.gold, "prediction": line.prediction, "label": line.label, "f1": line.f1, "bleu1": line.bleu1,
@@ -191,7 +191,7 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
         "judge_decided_by": judgment.decided_by if judgment else None,
         "judge_error": judgment.error if judgment and not judgment.success else None,
         "gap": {"stage": error.stage, "reason": error.reason, "detail": error.detail} if error else None,
-        "attribution": attribution,
+        "attribution": attribution.model_dump(mode="json") if attribution else None,
     }
     return row, detail
 
@@ -205,10 +205,6 @@ def _fit_excerpts(details: list[dict[str, Any]]) -> None:
     excerpt = max(MIN_EXCERPT, RESULTS_BUDGET // len(steps))
     for step in steps:
         step["result"] = step["result"][:excerpt]
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
