@@ -17,13 +17,21 @@ from lifecycle import compare_command
 COMMANDS = ("report", "compare")
 
 
-def report(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py report",
-                                     description="Write RUN_DIR/report.html from the run directory's files.")
+def run_dir_argument(argv: Sequence[str], command: str, description: str) -> Path | None:
+    """The RUN_DIR of `python flows/mobilemem.py COMMAND RUN_DIR`, or None (said in one line) when
+    it holds no run.json."""
+    parser = argparse.ArgumentParser(prog=f"python flows/mobilemem.py {command}", description=description)
     parser.add_argument("run_dir", type=Path)
     run_dir = parser.parse_args(argv).run_dir
     if not (run_dir / "run.json").is_file():
         print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
+        return None
+    return run_dir
+
+
+def report(argv: Sequence[str]) -> int:
+    run_dir = run_dir_argument(argv, "report", "Write RUN_DIR/report.html from the run directory's files.")
+    if run_dir is None:
         return 1
     try:
         path = write_report(run_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunFile, SummaryFile
 from mobilemem.rundir import RunDir, read_record, write_record
 from mobilemem.summary import liveness
+from lifecycle.analysis_commands import run_dir_argument
 from lifecycle.run_setup import HEARTBEAT_S
 from lifecycle.summary_files import write_summary
 
@@ -42,12 +43,8 @@ def headline(run_dir: Path, summary: SummaryFile) -> str:
 
 
 def summarize(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py summarize",
-                                     description="Recompute summary.json and results.jsonl of a run directory.")
-    parser.add_argument("run_dir", type=Path)
-    run_dir = parser.parse_args(argv).run_dir
-    if not (run_dir / "run.json").is_file():
-        print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
+    run_dir = run_dir_argument(argv, "summarize", "Recompute summary.json and results.jsonl of a run directory.")
+    if run_dir is None:
         return 1
     summary = write_summary(run_dir)
     print(headline(run_dir, summary))

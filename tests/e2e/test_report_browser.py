@@ -19,25 +19,38 @@ VIEWPORT = {"width": 1360, "height": 900}
 
 
 @pytest.fixture(scope="module")
-def opened(faulty_run, tmp_path_factory):
-    """(page, console errors, requested URLs, run). After `faulty_run`: Playwright's sync API keeps
-    an event loop running in this thread, where asyncio.run then refuses to start."""
-    _, run, *_ = faulty_run
+def browser(faulty_run, baseline_run):
+    """Headless Chromium. After the runs: Playwright's sync API keeps an event loop running in this
+    thread, where asyncio.run then refuses to start."""
     executable = chromium_path()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(executable), args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport=VIEWPORT)
-        page.set_default_timeout(30_000)
-        problems, requested = [], []
-        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: problems.append(str(error)))
-        page.on("request", lambda request: requested.append(request.url))
-        page.goto((run.root / "report.html").as_uri())
-        page.wait_for_selector("#questions table.dataTable tbody tr")
-        yield page, problems, requested, run
-        browser.close()
+        launched = playwright.chromium.launch(executable_path=str(executable), args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+def _open(browser, page_file):
+    """(page, console errors, requested URLs) of a page opened from file://."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(30_000)
+    problems, requested = [], []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(page_file.as_uri())
+    return page, problems, requested
+
+
+@pytest.fixture(scope="module")
+def opened(browser, faulty_run):
+    """(page, console errors, requested URLs, run) of the faulty run's report.html."""
+    _, run, *_ = faulty_run
+    page, problems, requested = _open(browser, run.root / "report.html")
+    page.wait_for_selector("#questions table.dataTable tbody tr")
+    yield page, problems, requested, run
+    page.close()
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +117,18 @@ def test_a_row_opens_what_the_agent_did(opened, folder):
     assert thumb.evaluate("img => img.complete && img.naturalWidth > 0")
     assert problems == []
     keep_screenshot(detail.screenshot(), folder, "report-question.png")
+
+
+def test_the_comparison_page_opens_offline_too(browser, baseline_run, faulty_run, tmp_path, capsys):
+    from flows.mobilemem import main
+
+    _, baseline, *_ = baseline_run
+    _, faulty, *_ = faulty_run
+    assert main(["compare", str(baseline.root), str(faulty.root), "--out", str(tmp_path)]) == 0
+    [html] = tmp_path.glob("compare-*.html")
+    page, problems, requested = _open(browser, html)
+    page.wait_for_selector(".main-svg")
+    assert problems == []
+    assert {urlparse(url).scheme for url in requested} <= OFFLINE_SCHEMES, requested
+    assert "Correct in A, wrong in B" in page.inner_text("body")
+    page.close()
