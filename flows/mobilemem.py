@@ -23,7 +23,6 @@ a failed orchestration) with every finished result kept, 130 interrupted.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import sys
@@ -48,7 +47,8 @@ from prefect.exceptions import TerminationSignal
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
-from mobilemem.dataset import DATASET_ID, CandidateQuestion
+from mobilemem.candidate import remembers
+from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.process_guard import guard_descendants
@@ -77,8 +77,9 @@ REJUDGE_NO_ANSWER = "rejudge: the earlier run has no reusable answer"
 
 
 async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
-    """Ingest the sessions in order and build the index; the gap that blocks the questions, if any."""
-    for session in sessions:
+    """Ingest the sessions in order (none for a candidate that remembers nothing) and build the
+    index; the gap that blocks the questions, if any."""
+    for session in sessions if remembers(user.config.candidate.kind) else []:
         outcome = await run_step(ingest_session, quote(session), quote(user))
         if outcome.not_run:
             return NOT_RUN
@@ -165,13 +166,13 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
                     limit_questions: int | None = None, simulate: bool = False,
                     reuse: list[Path] | None = None, rejudge: Path | None = None,
-                    judge_model: str | None = None) -> SummaryFile | State:
+                    judge_model: str | None = None, candidate: str | None = None) -> SummaryFile | State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
             "query_concurrency": query_concurrency, "config": config, "users": users,
             "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []],
-            "rejudge": str(rejudge) if rejudge else None, "judge_model": judge_model}
-    overrides = _overrides(model, user_concurrency, query_concurrency, judge_model)
+            "rejudge": str(rejudge) if rejudge else None, "judge_model": judge_model, "candidate": candidate}
+    overrides = _overrides(model, user_concurrency, query_concurrency, judge_model, candidate)
     try:
         plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate,
                                    [Path(p) for p in reuse or []], Path(rejudge) if rejudge else None)
@@ -193,33 +194,6 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
         return summary if summary.state == state else summary.model_copy(update={"state": state})
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python flows/mobilemem.py",
-        description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
-                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
-                    "`report RUN_DIR` writes report.html again; `compare RUN_A RUN_B` compares two runs of one "
-                    "dataset.")
-    parser.add_argument("--dataset", type=Path, required=True,
-                        help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
-    parser.add_argument("--output", type=Path, required=True,
-                        help="the run goes to OUTPUT/mobilemem/<model>/ (refused if it exists)")
-    parser.add_argument("--model", help="candidate model name (default from the configuration)")
-    parser.add_argument("--user-concurrency", type=commands.positive, help="users evaluated at once (default 4)")
-    parser.add_argument("--query-concurrency", type=commands.positive,
-                        help="questions in flight across all users, answer start to judgment end (default 16)")
-    parser.add_argument("--config", type=Path, help="YAML file deep-merged over the defaults")
-    parser.add_argument("--users", type=commands.user_ids, help="only these user ids, comma-separated")
-    parser.add_argument("--limit-questions", type=commands.positive,
-                        help="keep the first N selected questions of each user (smoke runs)")
-    parser.add_argument("--simulate", action="store_true",
-                        help="use the local model simulator for both roles (ignores LLM_* variables)")
-    parser.add_argument("--reuse", type=Path, action="append", metavar="RUN_DIR",
-                        help="copy from this earlier run directory every complete memory, successful answer "
-                             "and judgment this run would produce (same fingerprints); repeatable, first wins")
-    return parser
-
-
 def _terminate(signum: int, _frame: object) -> None:
     raise TerminationSignal(signal=signum)
 
@@ -238,22 +212,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return params
         code = _evaluate(params)
         return commands.report_rejudge(params, code)
-    args = build_parser().parse_args(argv)
+    args = commands.evaluate_parser().parse_args(argv)
     return _evaluate({"dataset": args.dataset, "output": args.output, "model": args.model,
                       "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
                       "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
-                      "simulate": args.simulate, "reuse": args.reuse})
+                      "simulate": args.simulate, "reuse": args.reuse, "candidate": args.candidate})
 
 
 def _overrides(model: str | None, user_concurrency: int | None, query_concurrency: int | None,
-               judge_model: str | None) -> dict:
+               judge_model: str | None, candidate: str | None = None) -> dict:
     return {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency,
-            "judge": {"model": judge_model} if judge_model else None}
+            "judge": {"model": judge_model} if judge_model else None,
+            "candidate": {"kind": candidate} if candidate else None}
 
 
 def _evaluate(params: dict) -> int:
     overrides = _overrides(params["model"], params.get("user_concurrency"), params.get("query_concurrency"),
-                           params.get("judge_model"))
+                           params.get("judge_model"), params.get("candidate"))
     try:
         plan = run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
                                    params["users"], params["limit_questions"], params["simulate"],

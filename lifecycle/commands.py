@@ -1,5 +1,5 @@
-"""The command line's other commands: `summarize RUN_DIR` (summary.json and results.jsonl again,
-from the files) and `rejudge EARLIER_RUN` (a new run that reuses every memory and answer of the
+"""The command line: the main command's arguments, and the other commands `summarize RUN_DIR`
+(summary.json and results.jsonl again, from the files) and `rejudge EARLIER_RUN` (a new run that reuses every memory and answer of the
 earlier run, judges all of them again, asks the candidate nothing, and compares the labels)."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mobilemem.config import CANDIDATES, DEFAULT_KIND
+from mobilemem.dataset import DATASET_ID
 from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunFile, SummaryFile
 from mobilemem.rundir import RunDir, read_record, write_record
 from mobilemem.summary import liveness
@@ -29,6 +31,38 @@ def positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
+
+
+def evaluate_parser() -> argparse.ArgumentParser:
+    """The main command's arguments (`python flows/mobilemem.py --dataset ... --output ...`)."""
+    parser = argparse.ArgumentParser(
+        prog="python flows/mobilemem.py",
+        description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
+                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
+                    "`report RUN_DIR` writes report.html again; `compare RUN_A RUN_B` compares two runs of one "
+                    "dataset.")
+    parser.add_argument("--dataset", type=Path, required=True,
+                        help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
+    parser.add_argument("--output", type=Path, required=True,
+                        help="the run goes to OUTPUT/mobilemem/<model>/ (refused if it exists)")
+    parser.add_argument("--model", help="candidate model name (default from the configuration)")
+    parser.add_argument("--user-concurrency", type=positive, help="users evaluated at once (default 4)")
+    parser.add_argument("--query-concurrency", type=positive,
+                        help="questions in flight across all users, answer start to judgment end (default 16)")
+    parser.add_argument("--config", type=Path, help="YAML file deep-merged over the defaults")
+    parser.add_argument("--users", type=user_ids, help="only these user ids, comma-separated")
+    parser.add_argument("--limit-questions", type=positive,
+                        help="keep the first N selected questions of each user (smoke runs)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="use the local model simulator for both roles (ignores LLM_* variables)")
+    parser.add_argument("--candidate", choices=CANDIDATES,
+                        help="what is evaluated (config candidate.kind): reme-image (default, ReMe through the "
+                             "plugin), or a baseline on the same contract: no-memory, bm25-rag; a baseline's run "
+                             "goes to OUTPUT/mobilemem/<model>-<candidate>/")
+    parser.add_argument("--reuse", type=Path, action="append", metavar="RUN_DIR",
+                        help="copy from this earlier run directory every complete memory, successful answer "
+                             "and judgment this run would produce (same fingerprints); repeatable, first wins")
+    return parser
 
 
 def headline(run_dir: Path, summary: SummaryFile) -> str:
@@ -104,7 +138,8 @@ def report_rejudge(params: dict, code: int) -> int:
     if code not in (0, 2):
         return code
     earlier = RunDir(Path(params["rejudge"]))
-    new = RunDir.for_output(params["output"], read_record(earlier.run, RunFile).config["model"])
+    config = read_record(earlier.run, RunFile).config
+    new = RunDir.for_output(params["output"], config["model"], config["candidate"].get("kind", DEFAULT_KIND))
     result = label_changes(earlier, new)
     write_record(new.rejudge, result)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentscope.model import ChatModelBase
-from reme.application import Application
 
+from mobilemem.candidate import Candidate
 from mobilemem.config import Config
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
@@ -54,7 +54,7 @@ class UserContext:
 
     run: RunDir
     user_id: int
-    app: Application  # the user's ReMe application, open from the first session to the last question
+    candidate: Candidate  # the user's candidate (ReMe Image or a baseline), open from the first session to the last question
     dataset_root: Path
     config: Config
     candidate_model: ChatModelBase
@@ -81,8 +81,8 @@ def lookup(run_dir: Path) -> RunContext:
     return _RUNS[str(run_dir)]
 
 
-def user_context(context: RunContext, user_id: int, app: Application) -> UserContext:
-    return UserContext(run=context.run, user_id=user_id, app=app,
+def user_context(context: RunContext, user_id: int, candidate: Candidate) -> UserContext:
+    return UserContext(run=context.run, user_id=user_id, candidate=candidate,
                        dataset_root=context.dataset.root, config=context.config,
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
                        progress=context.dashboard.progress[user_id], dashboard=context.dashboard,

@@ -28,7 +28,7 @@ def save_attribution(user: UserContext, question: JudgeQuestion, label: Label) -
     paths = user.run.user(user.user_id).question(question.question_id)
     response = read_record(paths.answer_response, AnswerResponseFile).response
     record = attribute(question, response.tool_calls if response else [], context.scheduled(user.user_id).sessions,
-                       _session_notes(context, user.user_id), label)
+                       _session_notes(context, user.user_id), label, response.retrieval if response else None)
     try:
         write_record(paths.attribution, record)
     except OSError as exc:

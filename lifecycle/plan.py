@@ -14,7 +14,7 @@ from PIL import Image
 
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
-from mobilemem.config import Config, load_config
+from mobilemem.config import CANDIDATES, DEFAULT_KIND, Config, load_config
 from mobilemem.dataset import Dataset, ScheduledUser, load_dataset
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
@@ -54,7 +54,7 @@ def cost(per_unit: int, fixed: int, units: list[int]) -> tuple[int, int]:
 def _reuse(args: argparse.Namespace, dataset: Dataset, config: Config,
            settings: JudgeSettingsFile) -> dict[int, UserMatch]:
     """Per user: the memory fingerprint `open_run` computes and what `tasks/reuse.py` would copy (copying nothing)."""
-    provenance, frozen = candidate_provenance(config), frozen_hashes()
+    provenance, frozen = candidate_provenance(config), frozen_hashes(config.candidate.kind)
     try:
         earlier = [reuse.EarlierRun.open(path) for path in args.reuse]
         return {user.user_id: match_user(
@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path)
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
     parser.add_argument("--simulate", action="store_true", help="plan a run against the simulator")
+    parser.add_argument("--candidate", choices=CANDIDATES, help="plan a baseline's run (see the main command)")
     parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
     parser.add_argument("--iterations-per-session", type=commands.positive, default=3)
     parser.add_argument("--iterations-per-question", type=commands.positive, default=6)
@@ -145,7 +146,8 @@ def _reuse_line(user: ScheduledUser, mine: UserMatch) -> str:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
-        config = load_config(args.config, {"model": args.model})
+        config = load_config(args.config, {"model": args.model,
+                                           "candidate": {"kind": args.candidate} if args.candidate else None})
         judge, note = _judge_endpoint(config, args.simulate)
         settings = mobilemem_judge.judge_settings(config.judge, judge)
         dataset = load_dataset(args.dataset, users=args.users, limit_questions=args.limit_questions,
@@ -157,9 +159,12 @@ def main(argv: list[str]) -> int:
     lines = ["mobilemem plan: preflight passed; no model request sent, nothing written", f"dataset {dataset.root}",
              f"models: candidate {config.model}, judge {settings.model}{' (simulated)' if args.simulate else ''}"]
     if args.output is not None:
-        run = RunDir.for_output(args.output, config.model)
+        run = RunDir.for_output(args.output, config.model, config.candidate.kind)
         lines.append(f"run directory {run.root}: {'exists: the run would refuse it' if run.root.exists() else 'free'}")
     users, k, m = dataset.users, args.iterations_per_session, args.iterations_per_question
+    if config.candidate.kind != DEFAULT_KIND:  # a baseline: no ingest request, one request per question
+        k, m = 0, 1
+        lines.append(f"candidate {config.candidate.kind}: no ingest request, one answer request per question")
     lines += [*([note] if note else []), "", _count(f"users {len(users)}, ", users, dataset),
               *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
               "", "reuse (the first --reuse run holding the same memory fingerprint wins):",

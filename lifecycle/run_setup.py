@@ -25,7 +25,8 @@ from typing import Any
 from prefect.runtime import flow_run
 
 import mobilemem_judge
-from mobilemem.config import Config, config_files, load_config
+from mobilemem.candidate import open_candidate, remembers
+from mobilemem.config import DEFAULT_KIND, Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem import fingerprints
 from mobilemem.disk import DiskGuard
@@ -101,7 +102,7 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     if not simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
     mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
-    run = RunDir.for_output(output, config.model)
+    run = RunDir.for_output(output, config.model, config.candidate.kind)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
     earlier = _earlier_runs(reuse or [], run)
@@ -134,10 +135,13 @@ def _versions() -> dict[str, str]:
 
 
 def candidate_provenance(config: Config) -> CandidateProvenance:
-    versions = _versions()
-    return CandidateProvenance(reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
-                               preset=reme_app.PRESET, plugin=PLUGIN_NAME, plugin_version=versions["mobilemem"],
-                               inject_runtime_state=config.candidate.inject_runtime_state)
+    """What produced the answers: ReMe through the plugin, or a baseline (no ReMe preset or plugin)."""
+    versions, kind = _versions(), config.candidate.kind
+    reme = kind == DEFAULT_KIND
+    return CandidateProvenance(kind=kind, reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
+                               preset=reme_app.PRESET if reme else "none", plugin=PLUGIN_NAME if reme else "none",
+                               plugin_version=versions["mobilemem"],
+                               inject_runtime_state=config.candidate.inject_runtime_state and reme)
 
 
 def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
@@ -148,7 +152,7 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
         package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
-        prompt_sha256=frozen_hashes(), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
+        prompt_sha256=frozen_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
         flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,
@@ -168,6 +172,7 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
     plan.run.release_claim()
     judge_settings = mobilemem_judge.judge_settings(config.judge, judge)
     write_record(plan.run.judge_settings, judge_settings)
+    ingests = remembers(config.candidate.kind)  # no-memory: no session to count as ingested
     context = RunContext(
         run=plan.run, dataset=plan.dataset, config=config,
         candidate_model=build_chat_model(candidate, config.candidate),
@@ -175,8 +180,9 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
         users=asyncio.Semaphore(config.user_concurrency), questions=asyncio.Semaphore(config.query_concurrency),
         judgments=asyncio.Semaphore(config.judge_concurrency),
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
-        dashboard=Dashboard(RunIdentity.of(manifest), {u.user_id: UserProgress(u.user_id, len(u.sessions), len(u.questions))
-                                                 for u in plan.dataset.users}),
+        dashboard=Dashboard(RunIdentity.of(manifest), {
+            u.user_id: UserProgress(u.user_id, len(u.sessions) if ingests else 0, len(u.questions))
+            for u in plan.dataset.users}),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
         reuse=plan.reuse, rejudge=plan.rejudge,
         log_handler=run_log.attach(plan.run))
@@ -212,15 +218,17 @@ async def _beat(run: RunDir) -> None:
 
 
 async def open_user(context: RunContext, user_id: int) -> UserContext:
-    """The user's ReMe application on `users/<uid>/workspace/`, before the user's first session."""
-    app = await reme_app.open_user_app(context.run.user(user_id).workspace, context.candidate_model,
-                                       context.config.candidate)
-    return user_context(context, user_id, app)
+    """The user's candidate on `users/<uid>/workspace/` (for ReMe Image, its ReMe application),
+    before the user's first session."""
+    preset = context.config.candidate
+    candidate = await open_candidate(preset.kind, context.run.user(user_id).workspace, context.candidate_model,
+                                     preset, context.dataset.root)
+    return user_context(context, user_id, candidate)
 
 
 async def close_user(user: UserContext) -> None:
     """After the user's last question; a failure to close is a cleanup error."""
-    await _cleanup(user.run, user.app.close)
+    await _cleanup(user.run, user.candidate.close)
 
 
 async def _injected_failure() -> None:

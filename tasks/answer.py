@@ -1,4 +1,5 @@
-"""Prefect task `answer_question`: one fresh answer agent; writes `job.json`, `answer-response.json`
+"""Prefect task `answer_question`: the candidate answers one question (a fresh ReMe answer agent, or
+a baseline's one request); writes `job.json`, `answer-response.json`
 and, for a gap, `error.json` plus one `errors.jsonl` line (the task run ends Failed)."""
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile
-from mobilemem.reme import answer
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
@@ -40,7 +40,7 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
     with usage.scope() as scope:
         try:
-            response = await answer.answer_question(user.app, job, user.config.candidate)
+            response = await user.candidate.answer_question(job)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="answer", **ids)

@@ -1,4 +1,5 @@
-"""Prefect task `build_index`: ReMe's `index_update` + `digest_update` (BM25 over the user's memory);
+"""Prefect task `build_index`: the candidate's index, once (ReMe's `index_update` + `digest_update`, or
+the bm25-rag baseline's bm25s index; nothing for no-memory);
 writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost) last.
 A failed build ends its task run Failed."""
 
@@ -12,7 +13,6 @@ from prefect.cache_policies import NO_CACHE
 from mobilemem.errors import error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
-from mobilemem.reme import app as reme_app
 from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
 from lifecycle.context import UserContext
@@ -39,7 +39,7 @@ async def _build(user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id)
     started = datetime.now(UTC)
     try:
-        response = await reme_app.build_index(user.app)
+        response = await user.candidate.build_index()
     except Exception as exc:
         raise_if_cancelled()
         error = error_record(exc, stage="index", user_id=user.user_id)

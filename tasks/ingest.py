@@ -1,4 +1,5 @@
-"""Prefect task `ingest_session`: one session into the user's ReMe memory; writes `sessions/<sid>.json`.
+"""Prefect task `ingest_session`: one session into the user's candidate (ReMe's memory, or a
+baseline's transcript chunks); writes `sessions/<sid>.json`.
 A failed session ends its task run Failed (the reason as its message)."""
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from mobilemem.dataset import CandidateSession
 from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
-from mobilemem.reme import ingest
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
@@ -32,8 +32,7 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
     started, response, error, kind = datetime.now(UTC), None, None, None
     with usage.scope() as scope:
         try:
-            response = await ingest.ingest_session(user.app, session, user.dataset_root,
-                                                   user.config.candidate.session_timeout_s)
+            response = await user.candidate.ingest_session(session, user.config.candidate.session_timeout_s)
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="ingest", **ids)

@@ -63,10 +63,20 @@ def test_importing_the_judge_leaves_the_candidate_out():
 def test_the_plugin_copies_no_reme_step():
     """No memory-writing prompt and no keyword index of the project's own: both are ReMe's."""
     sources = [p for p in PLUGINS["mobilemem"].rglob("*") if p.is_file() and p.suffix in {".py", ".txt", ".yaml", ".md"}
-               and "simulator" not in p.parts]
+               and "simulator" not in p.parts and "baselines" not in p.parts]  # the baselines are not ReMe
     offenders = [str(p.relative_to(ROOT)) for p in sources
                  if any(word in p.read_text(encoding="utf-8").lower() for word in ("import bm25s", "rank_bm25",
                                                                                     "auto_memory_system",
                                                                                     "record key information"))]
     assert offenders == []
     assert "mobilemem.reme" in {n for names in _imports(PLUGINS["mobilemem"]).values() for n in names}
+
+
+def test_the_baselines_stay_apart_from_remes_candidate():
+    """bm25s is the bm25-rag baseline's own index: ReMe Image's code never imports it, and the
+    baselines never import ReMe (a baseline is not ReMe with parts missing)."""
+    imports = _imports(PLUGINS["mobilemem"])
+    reme = {n for f, names in imports.items() if "/reme/" in f for n in names}
+    baselines = {n for f, names in imports.items() if "/baselines/" in f for n in names}
+    assert "bm25s" not in reme and "bm25s" in baselines
+    assert not {n for n in baselines if n == "reme" or n.startswith(("reme.", "mobilemem.reme"))}

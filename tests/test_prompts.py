@@ -7,9 +7,10 @@ from mobilemem.prompts import FROZEN_TEXTS, frozen_hashes, frozen_text
 from mobilemem.reme.answer_step import AgenticAnswerStep
 
 
-def test_official_template_is_shipped_verbatim(shared_reference):
-    official = (shared_reference / "mobilemem_qa_text_memory.txt").read_text(encoding="utf-8")
-    assert frozen_text("prompts/qa_text_memory.txt") == official
+def test_official_templates_are_shipped_verbatim(shared_reference):
+    for name in ("qa_text_memory.txt", "qa_multimodal_memory.txt"):
+        official = (shared_reference / f"mobilemem_{name}").read_text(encoding="utf-8")
+        assert frozen_text(f"prompts/{name}") == official
 
 
 def test_render_fills_both_placeholders_once():
@@ -25,8 +26,10 @@ def test_the_answer_step_reads_its_prompts_from_the_frozen_yaml():
     assert "read_image(path)" in prompts.get_prompt("memory_tools")
 
 
-def test_hashes_cover_every_frozen_text():
+def test_hashes_cover_every_frozen_text_each_candidate_sends():
     hashes = frozen_hashes()
-    assert set(hashes) == set(FROZEN_TEXTS) == {"prompts/qa_text_memory.txt", "reme/plugin.yaml",
-                                                "reme/answer_step.yaml"}
+    assert set(hashes) == {"prompts/qa_text_memory.txt", "reme/plugin.yaml", "reme/answer_step.yaml"}
+    assert set(frozen_hashes("no-memory")) == {"prompts/qa_text_memory.txt"}
+    assert set(frozen_hashes("bm25-rag")) == {"prompts/qa_multimodal_memory.txt"}
+    assert set(FROZEN_TEXTS) == set(hashes) | {"prompts/qa_multimodal_memory.txt"}
     assert hashes["reme/plugin.yaml"] == hashlib.sha256(frozen_text("reme/plugin.yaml").encode()).hexdigest()

@@ -10,6 +10,7 @@ from string import Template
 import pytest
 
 from mobilemem.simulator import policy
+from mobilemem.simulator.pixels import CANNOT_TELL
 from mobilemem.simulator.faults import WRONG_ANSWER, FaultRule, FaultTable, rewrite
 from mobilemem.simulator.vision import draw_fact
 
@@ -214,11 +215,11 @@ def test_answer_without_an_image_cannot_tell():
         "What colour was the first photo?", call("c1", "bm25_search", query="x"), result("c1", "bm25_search", HITS),
         call("c2", "read_image", path="session/images/0_1/msg-a-image-1.png"),
         result("c2", "read_image", "Error: no image with Image ID 'image/uid0/camera photos/0_event_0.png'"))
-    assert policy.reply("answer", text_only).content == policy.CANNOT_TELL
+    assert policy.reply("answer", text_only).content == CANNOT_TELL
     unreadable = _after_image("What colour?", {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})
-    assert policy.reply("answer", unreadable).content == policy.CANNOT_TELL
+    assert policy.reply("answer", unreadable).content == CANNOT_TELL
     final = {**answer_conversation("What colour?"), "tool_choice": "none"}
-    assert policy.reply("answer", final) == policy.complete(final, policy.CANNOT_TELL)
+    assert policy.reply("answer", final) == policy.complete(final, CANNOT_TELL)
 
 
 # -- judge ----------------------------------------------------------------------------------------

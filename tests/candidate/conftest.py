@@ -15,7 +15,8 @@ from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import ObservedRequest
 from mobilemem.reme import app as reme_app
-from mobilemem.reme.ingest import IngestResponse, ingest_session
+from mobilemem.candidate import IngestResponse
+from mobilemem.reme.ingest import ingest_session
 from mobilemem.simulator import LoggedRequest
 
 

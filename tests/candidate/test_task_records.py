@@ -10,6 +10,7 @@ from mobilemem.disk import DiskGuard
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import AnswerResponseFile, ErrorLine, JudgmentFile, ObservedRequest, SessionFile
 from mobilemem.reme import app as reme_app
+from mobilemem.reme.candidate import ReMeImage
 from mobilemem.rundir import RunDir, read_lines, read_record
 from mobilemem.simulator import FaultRule
 from tasks.answer import answer_question
@@ -45,7 +46,8 @@ async def user_for(ingested, sim, config, copied_app, tmp_path):
         run.root.mkdir(exist_ok=True)
         user = ingested.dataset.users[0]
         progress = UserProgress(0, len(user.sessions), len(user.questions))
-        return UserContext(run=run, user_id=0, app=app, dataset_root=ingested.dataset.root,
+        reme_image = ReMeImage(app, candidate, ingested.dataset.root)
+        return UserContext(run=run, user_id=0, candidate=reme_image, dataset_root=ingested.dataset.root,
                            config=config.model_copy(update={"candidate": candidate, "judge": judge}),
                            candidate_model=models[0], judge_model=models[1], progress=progress,
                            dashboard=Dashboard(RunIdentity("test", "no-flow-run"), {0: progress}),

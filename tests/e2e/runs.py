@@ -4,18 +4,20 @@ import json
 from pathlib import Path
 
 from flows.mobilemem import main
+from mobilemem.config import DEFAULT_KIND
 from mobilemem.records import ErrorLine, SummaryFile
 from mobilemem.rundir import RunDir, read_lines, read_record
 
 API_KEY = "sk-PLANTED-e2e-0123456789abcdef"
 
 
-def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str, base_url: str | None = None
-            ) -> tuple[int, RunDir]:
+def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str, base_url: str | None = None,
+            candidate: str = DEFAULT_KIND) -> tuple[int, RunDir]:
     monkeypatch.setenv("LLM_API_KEY", API_KEY)
     monkeypatch.setenv("LLM_BASE_URL", base_url or sim.base_url)
-    code = main(["--dataset", str(dataset), "--output", str(output), *extra])
-    return code, RunDir.for_output(output, "qwen3.8-max")
+    chosen = [] if candidate == DEFAULT_KIND else ["--candidate", candidate]
+    code = main(["--dataset", str(dataset), "--output", str(output), *chosen, *extra])
+    return code, RunDir.for_output(output, "qwen3.8-max", candidate)
 
 
 def summary(run: RunDir) -> SummaryFile:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
@@ -26,6 +26,9 @@ from mobilemem.records import ConfigFiles
 
 DEFAULTS_RESOURCE = "defaults/config.yaml"
 _OPAQUE_KEYS = frozenset({"extra_body"})
+CandidateKind = Literal["reme-image", "no-memory", "bm25-rag"]  # DESIGN §10; mobilemem.candidate
+DEFAULT_KIND: CandidateKind = "reme-image"
+CANDIDATES: tuple[str, ...] = get_args(CandidateKind)
 _CREDENTIAL_HINTS = ("key", "secret", "token", "password", "base_url")
 
 
@@ -44,6 +47,9 @@ class RequestPreset(_Section):
 
 
 class CandidatePreset(RequestPreset):
+    kind: CandidateKind = DEFAULT_KIND  # what is evaluated: ReMe Image, or a baseline on the same contract
+    top_k: int = Field(default=5, gt=0)  # bm25-rag: transcript chunks retrieved per question
+    chunk_turns: int = Field(default=8, gt=0)  # bm25-rag: dialogue turns per chunk (within one session)
     context_size: int = Field(gt=0)
     max_images: int = Field(gt=0)
     trigger_ratio: float = Field(gt=0, le=0.9)  # AgentScope keeps 10% for the compression itself

@@ -5,6 +5,8 @@ Each is the sha256 of a canonical JSON document (sorted keys, no whitespace) of 
 - memory = the user's sessions as read (every turn's text, role and image id, path, format and
   byte size), the candidate model and preset (without the answer-only settings), the ReMe and
   plugin provenance, every frozen text of the plugin, and whether the model was the simulator;
+  A baseline (DESIGN §10) adds its kind and settings (`BASELINE_ONLY`); for ReMe Image they are
+  left out, so its fingerprints are those of runs made before the baselines existed;
 - answer = the memory fingerprint, the question text and the answer-only settings.
 The judgment's fingerprint is the judge's (mobilemem_judge.fingerprint): it covers references,
 which the candidate side never sees. An image is identified by its path and size, not its bytes:
@@ -19,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mobilemem.config import CandidatePreset
+from mobilemem.config import DEFAULT_KIND, CandidatePreset
 from mobilemem.dataset import CandidateQuestion, ScheduledUser
 from mobilemem.records import CandidateProvenance
 
 VERSION = 1
 ANSWER_ONLY = ("max_iters", "answer_timeout_s", "max_answer_bytes")
+BASELINE_ONLY = ("kind", "top_k", "chunk_turns")
 
 
 def digest(document: Mapping[str, Any]) -> str:
@@ -40,13 +43,16 @@ def _image_sizes(user: ScheduledUser, dataset_root: Path) -> dict[str, int]:
 
 def memory_fingerprint(user: ScheduledUser, dataset_root: Path, model: str, preset: CandidatePreset,
                        candidate: CandidateProvenance, frozen: Mapping[str, str], simulated: bool) -> str:
-    return digest({
+    document = {
         "kind": "memory", "user_id": user.user_id, "language": user.language,
         "sessions": [s.model_dump(mode="json") for s in user.sessions],
         "image_sizes": _image_sizes(user, dataset_root), "model": model,
-        "preset": preset.model_dump(mode="json", exclude=set(ANSWER_ONLY)),
-        "candidate": candidate.model_dump(mode="json"),
-        "frozen_texts": dict(frozen), "simulated": simulated})
+        "preset": preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *BASELINE_ONLY}),
+        "candidate": candidate.model_dump(mode="json", exclude={"kind"}),
+        "frozen_texts": dict(frozen), "simulated": simulated}
+    if preset.kind != DEFAULT_KIND:
+        document["baseline"] = preset.model_dump(mode="json", include=set(BASELINE_ONLY))
+    return digest(document)
 
 
 def answer_fingerprint(memory: str, job: CandidateQuestion, preset: CandidatePreset) -> str:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from mobilemem.config import DEFAULT_KIND
 from mobilemem.errors import ConfigError
 from mobilemem.records import ErrorLine, RecordBase
 
@@ -105,8 +106,10 @@ class RunDir:
     root: Path
 
     @classmethod
-    def for_output(cls, output: Path, model: str) -> RunDir:
-        return cls(Path(output) / "mobilemem" / model_dir_name(model))
+    def for_output(cls, output: Path, model: str, candidate: str = DEFAULT_KIND) -> RunDir:
+        """OUTPUT/mobilemem/<model>, or <model>-<candidate> for a baseline (DESIGN §10)."""
+        suffix = "" if candidate == DEFAULT_KIND else f"-{candidate}"
+        return cls(Path(output) / "mobilemem" / (model_dir_name(model) + suffix))
 
     @property
     def claim_file(self) -> Path:

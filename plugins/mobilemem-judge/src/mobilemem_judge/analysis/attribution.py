@@ -12,6 +12,10 @@ Two facts per question, from the answer's recorded tool calls:
   wrote (`notes_written` of its sessions/<sid>.json; rule `note`), or its text cites
   `session/images/<sid>/` (rule `image`, e.g. a daily index line listing the session's images).
 
+A baseline has no tools: for `bm25-rag` its recorded retrieval stands in for them (an image *sent*
+to the model counts as opened, a retrieved chunk of an evidence session as a hit, rule `dialog`;
+`call` is then the rank in the retrieval); `no-memory` retrieves and sends nothing.
+
 Pure: no I/O. It sees evidence, like the judge; nothing here reaches the candidate.
 """
 
@@ -24,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from mobilemem.dataset import CandidateSession, JudgeQuestion
 from mobilemem.images import ImageProblem, reference_basename
 from mobilemem.message_ids import attachment_turn
-from mobilemem.records import AttributionFile, EvidenceHit, HitRule, ImageRead, Label, ToolCallRecord
+from mobilemem.records import AttributionFile, EvidenceHit, HitRule, ImageRead, Label, Retrieval, ToolCallRecord
 
 # ReMe's search result: `========== <path>:<start>-<end> [score=...] ==========` before each hit's text
 _HIT = re.compile(r"^=+ (?P<path>\S.*?):(?P<lines>\d*-\d*) \[[^\]\n]*\] =+$", re.MULTILINE)
@@ -74,9 +78,21 @@ def _hits(index: int, result: str, evidence: list[str], writers: Mapping[str, se
     return hits
 
 
+def _retrieved(retrieval: Retrieval, evidence: list[str], wanted: set[str]) -> tuple[list[ImageRead], list[EvidenceHit]]:
+    reads = [ImageRead(call=rank, path=image.image_id, session_id=image.session_id, turn=image.turn,
+                       image_id=image.image_id, evidence=_basename(image.image_id) in wanted)
+             for rank, image in enumerate(retrieval.images)]
+    hits = [EvidenceHit(call=rank, path=f"chunk {chunk.chunk_id}", lines=f"{chunk.first_turn}-{chunk.last_turn}",
+                        sessions=[chunk.session_id], rules=["dialog"])
+            for rank, chunk in enumerate(retrieval.chunks) if chunk.session_id in evidence]
+    return reads, hits
+
+
 def attribute(question: JudgeQuestion, tool_calls: Sequence[ToolCallRecord], sessions: Sequence[CandidateSession],
-              notes_written: Mapping[str, Sequence[str]], label: Label) -> AttributionFile:
-    """The question's attribution record; `notes_written` maps a session id to the notes it wrote."""
+              notes_written: Mapping[str, Sequence[str]], label: Label,
+              retrieval: Retrieval | None = None) -> AttributionFile:
+    """The question's attribution record; `notes_written` maps a session id to the notes it wrote;
+    `retrieval` is a baseline's (then there are no tool calls)."""
     evidence_sessions = _unique(item.get("session_id") for item in question.evidence)
     evidence_images = _unique(item.get("image_path") for item in question.evidence)
     wanted = {name for name in map(_basename, evidence_images) if name}
@@ -89,6 +105,8 @@ def attribute(question: JudgeQuestion, tool_calls: Sequence[ToolCallRecord], ses
              if call.name == "read_image" and call.ok]
     hits = [hit for i, call in enumerate(tool_calls) if call.name == "bm25_search" and call.ok and call.result
             for hit in _hits(i, call.result, evidence_sessions, writers)]
+    if retrieval is not None:
+        reads, hits = _retrieved(retrieval, evidence_sessions, wanted)
     return AttributionFile(
         user_id=question.user_id, question_id=question.question_id, evidence_sessions=evidence_sessions,
         evidence_images=evidence_images, images_read=reads, evidence_hits=hits,

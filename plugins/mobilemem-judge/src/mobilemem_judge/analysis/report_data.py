@@ -187,6 +187,7 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
         "iterations": row.iterations, "truncated": response.truncated if response else None,
         "answer_error": response.error if response and not response.success else None,
         "tools": [_tool_step(c, line.user_id, thumbnails) for c in response.tool_calls] if response else [],
+        "retrieval": response.retrieval.model_dump(mode="json") if response and response.retrieval else None,
         "judge_reply": judgment.raw_reply if judgment else None,
         "judge_decided_by": judgment.decided_by if judgment else None,
         "judge_error": judgment.error if judgment and not judgment.success else None,

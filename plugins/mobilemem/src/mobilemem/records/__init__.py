@@ -53,6 +53,13 @@ from mobilemem.records.comparison import (
     QuestionFlip,
     CompareFile,
 )
+from mobilemem.records.retrieval import (
+    ChunkImage,
+    Retrieval,
+    RetrievedChunk,
+    SentImage,
+    TranscriptChunkLine,
+)
 from mobilemem.records.question import (
     JobFile,
     ToolCallRecord,
@@ -77,6 +84,11 @@ from mobilemem.records.results import (
 )
 
 __all__ = [
+    "ChunkImage",
+    "Retrieval",
+    "RetrievedChunk",
+    "SentImage",
+    "TranscriptChunkLine",
     "AnswerResponse",
     "AnswerResponseFile",
     "AttributionFile",

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mobilemem.records.base import FinishedReason, Label, DecidedBy, RecordBase, Timed
+from mobilemem.records.retrieval import Retrieval
 from mobilemem.records.usage import ObservedRequest, Usage
 
 
@@ -42,6 +43,7 @@ class AnswerResponse(BaseModel):
     iterations: int = 0
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     trajectory_path: str | None = None
+    retrieval: Retrieval | None = Field(default=None, description="bm25-rag: what was retrieved and sent")
     error_kind: str | None = None
     error: str | None = None
 
@@ -88,8 +90,8 @@ class ImageRead(BaseModel):
     """One successful `read_image` call, mapped back to the dialogue turn whose image ReMe saved."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    call: int = Field(description="index in the answer's tool_calls")
-    path: str = Field(description="workspace-relative")
+    call: int = Field(description="index in the answer's tool_calls (bm25-rag: in its retrieval's images)")
+    path: str = Field(description="workspace-relative (bm25-rag: the Image ID it was sent under)")
     session_id: str | None = Field(description="null when the path is not a saved dialogue image")
     turn: int | None
     image_id: str | None = Field(description="the turn's original Image ID (its dialogue path)")
@@ -100,8 +102,8 @@ class EvidenceHit(BaseModel):
     """One `bm25_search` hit that points into an evidence session."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    call: int = Field(description="index in the answer's tool_calls")
-    path: str = Field(description="the hit's workspace path")
+    call: int = Field(description="index in the answer's tool_calls (bm25-rag: the chunk's rank)")
+    path: str = Field(description="the hit's workspace path (bm25-rag: `chunk <id>`)")
     lines: str = Field(description="the hit's line range, as the search printed it")
     sessions: list[str] = Field(description="the evidence sessions it points into")
     rules: list[HitRule] = Field(description="dialog: the session's transcript; note: a note the session wrote; "

@@ -24,6 +24,8 @@ class CandidateProvenance(BaseModel):
     """Which ReMe produced the answers (DESIGN §4)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str = Field(default="reme-image", description="candidate.kind: reme-image, or a baseline (no-memory, "
+                                                        "bm25-rag), which uses no ReMe preset or plugin")
     reme_version: str = Field(description="installed reme-ai")
     agentscope_version: str
     preset: str = Field(description="the ReMe application preset")

@@ -14,6 +14,7 @@ import asyncio
 from reme.application import Application
 
 from mobilemem import usage
+from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.models import raise_if_cancelled
@@ -51,13 +52,7 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
     if failed is not None:  # e.g. a compression request AgentScope gave up on: nothing false is scored
         return AnswerResponse(success=False, answer=None, error_kind=failed, **common,
                               error=f"the answer was reached although one of its requests failed ({failed})")
-    text, size = _capped(str(response.answer), preset.max_answer_bytes)
+    text, size = cap_answer(str(response.answer), preset.max_answer_bytes)
     if size is not None:
         common["truncated"] = True
     return AnswerResponse(success=True, answer=text, answer_bytes=size, **common)
-
-
-def _capped(text: str, cap: int) -> tuple[str, int | None]:
-    """`text` cut to at most `cap` UTF-8 bytes (on a character boundary), and its size if it was cut."""
-    data = text.encode("utf-8")
-    return (text, None) if len(data) <= cap else (data[:cap].decode("utf-8", "ignore"), len(data))

@@ -17,10 +17,10 @@ from typing import Any
 
 from agentscope.model import ChatModelBase
 from loguru import logger as reme_logger
-from pydantic import BaseModel, ConfigDict
 from reme.application import Application
 from reme.config.config_parser import resolve_app_config
 
+from mobilemem.candidate import IndexResponse
 from mobilemem.config import CandidatePreset
 from mobilemem.errors import MobilememError
 from mobilemem.reme import PLUGIN_NAME
@@ -29,13 +29,6 @@ PRESET = "benchmark"
 WRAPPER_BACKEND = "mobilemem_agentscope"  # plugin.yaml: ReMe's AgentScope wrapper, runtime state switchable
 NO_EMBEDDINGS = ("as_embedding", "embedding_store")
 log = logging.getLogger("mobilemem.reme.log")
-
-
-class IndexResponse(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    documents: int  # files in ReMe's keyword index
-    chunks: int
-    build_seconds: float
 
 
 def app_config(workspace: Path, preset: CandidatePreset) -> dict[str, Any]:

@@ -14,29 +14,16 @@ import logging
 from pathlib import Path, PurePosixPath
 
 from agentscope.message import Base64Source, DataBlock, Msg, TextBlock
-from pydantic import BaseModel, ConfigDict
 from reme.application import Application
 
 from mobilemem import usage
+from mobilemem.candidate import IngestResponse
 from mobilemem.dataset import CandidateSession, CandidateTurn
 from mobilemem.images import image_for_model
 from mobilemem.message_ids import message_id
 from mobilemem.models import raise_if_cancelled
 
 log = logging.getLogger(__name__)
-
-
-class IngestResponse(BaseModel):
-    """What ReMe's auto_memory job returned."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    success: bool
-    answer: str
-    error_kind: str | None = None  # "interrupted" when the memory agent's reply was cut short
-    note_path: str | None = None
-    trajectory_path: str | None = None  # the memory agent's native state that ReMe dumped
-    created: bool | None = None
-    modified: bool | None = None
 
 
 def _content(turn: CandidateTurn, dataset_root: Path, msg_id: str, time: str) -> list[TextBlock | DataBlock]:

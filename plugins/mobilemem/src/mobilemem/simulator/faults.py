@@ -22,7 +22,7 @@ HTTP_KINDS = frozenset({"http_500", "http_429", "http_401_echo", "timeout", "res
 REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated",
                          "tool_call", "wrong_answer"})
 KINDS = HTTP_KINDS | REPLY_KINDS
-ROLES = frozenset({"ingest", "answer", "judge", "compression", "plain", "*"})
+ROLES = frozenset({"ingest", "answer", "judge", "compression", "qa", "plain", "*"})
 TRUNCATED_WORDS = 3
 WRONG_ANSWER = "I believe it was something else entirely."
 

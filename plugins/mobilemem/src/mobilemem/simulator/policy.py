@@ -2,8 +2,8 @@
 
 ``classify(body)`` names the role of a chat request, in this order: a ``tool_choice`` forcing one
 function → ``compression``; a message with the judge rubric's first sentence → ``judge``; a
-``daily_write`` tool offered → ``ingest``; a ``bm25_search`` tool offered → ``answer``; else
-``plain``. ``final`` is ``tool_choice == "none"`` (the reply is then text only).
+``daily_write`` tool offered → ``ingest``; a ``bm25_search`` tool offered → ``answer``; no tool and
+an official QA template (a baseline's one request, ``plain_qa``) → ``qa``; else ``plain``. ``final`` is ``tool_choice == "none"`` (the reply is then text only).
 ``reply(role, body)`` computes the answer. Tool and argument names are read from the request's
 ``tools`` schemas (preferring ``name``/``description``/``session_id``/``content``/``date``/``query``/``path`` when a
 schema has them, otherwise its string parameters, required ones first), so the simulator drives
@@ -19,9 +19,6 @@ names and arguments, and json.dumps(tools, ensure_ascii=False) / 4) + 256 per im
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import json
 import re
 import string
@@ -29,12 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import plain_qa
+from .pixels import answer_about
 from .usage_rules import (image_urls, message_text, messages_of, tool_calls_of, tool_names, tool_schema, types_of,
                           usage_for)
 
 JUDGE_SENTENCE = "Your task is to classify an answer to a question as CORRECT or WRONG"
 NOT_FOUND = "I could not find that in my memory."
-CANNOT_TELL = "I cannot tell from the image."
 MAX_KEY_WORDS = 60
 
 _TURN = re.compile(r"^\[[^\]\n]* @ [^\]\n]*\]$", re.MULTILINE)  # ReMe's transcript: `[speaker @ time]`
@@ -77,6 +75,8 @@ def classify(body: dict) -> tuple[str, bool]:
         return "ingest", final
     if "bm25_search" in names:
         return "answer", final
+    if plain_qa.asks(body):
+        return "qa", final
     return "plain", final
 
 
@@ -90,6 +90,8 @@ def reply(role: str, body: dict) -> Completion:
         return _ingest(body, final)
     if role == "answer":
         return _answer(body, final)
+    if role == "qa":
+        return complete(body, plain_qa.answer(body, question_of(body), _ordinal(question_of(body))))
     return complete(body, "OK.")
 
 
@@ -246,32 +248,7 @@ def _answer(body: dict, final: bool) -> Completion:
 
 def _answer_from_pixels(body: dict) -> str:
     images = _received_images(body)
-    colour, digit = _read_data_uri(images[-1]) if images else (None, None)
-    question = question_of(body).lower()
-    wants_colour = bool(re.search(r"colou?r|颜色", question))
-    wants_digit = bool(re.search(r"digit|number|数字", question))
-    if wants_colour and not wants_digit:
-        return f"The colour is {colour}." if colour else CANNOT_TELL
-    if wants_digit and not wants_colour:
-        return f"The digit is {digit}." if digit is not None else CANNOT_TELL
-    if colour is None or digit is None:
-        return CANNOT_TELL
-    return f"The colour is {colour} and the digit is {digit}."
-
-
-def _read_data_uri(url: str) -> tuple[str | None, int | None]:
-    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415  (keeps `import mobilemem.simulator` light)
-
-    from .vision import read_fact  # noqa: PLC0415
-
-    header, _, data = url.partition(",")
-    if not header.startswith("data:") or ";base64" not in header:
-        return None, None
-    try:
-        with Image.open(io.BytesIO(base64.b64decode(data, validate=True))) as image:
-            return read_fact(image)
-    except (binascii.Error, UnidentifiedImageError, OSError, ValueError):
-        return None, None
+    return answer_about(question_of(body), images[-1] if images else None)
 
 
 def normalise(text: str) -> str:
