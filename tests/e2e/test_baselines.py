@@ -147,3 +147,21 @@ def test_a_bm25_rag_run_reuses_an_earlier_memory_and_answers_from_its_saved_inde
     assert read_record(second.user(1).question(failing.question_id).answer_response,
                        AnswerResponseFile).response.retrieval.chunks
     assert Path(second.user(1).workspace / "bm25-rag" / "index").is_dir()
+
+
+@pytest.mark.parametrize("kind", ["no-memory", "bm25-rag"])
+def test_a_baseline_run_can_be_judged_again(baselines, simulator, tmp_path, monkeypatch, kind):
+    from mobilemem.records import RejudgeFile
+
+    _, earlier, _ = baselines[kind]
+    monkeypatch.setenv("LLM_API_KEY", API_KEY)
+    monkeypatch.setenv("LLM_BASE_URL", simulator.base_url)
+    simulator.reset()
+    code = main(["rejudge", str(earlier.root), "--output", str(tmp_path)])
+    roles = {r.role for r in simulator.requests}
+    simulator.reset()
+    again = RunDir.for_output(tmp_path, "qwen3.8-max", kind)
+    assert code == 0 and roles == {"judge"}  # the baseline is never asked again
+    result = read_record(again.rejudge, RejudgeFile)
+    assert result.compared == 9 and result.flips == []
+    assert read_record(again.run, RunFile).config["candidate"]["kind"] == kind

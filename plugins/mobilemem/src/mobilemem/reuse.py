@@ -77,9 +77,11 @@ def copy_memory(source: RunDir, target: RunDir, user_id: int) -> None:
     """The workspace, sessions/*.json, index-response.json, then (last: it marks the memory complete)
     memory_usage.json."""
     mine, theirs = target.user(user_id), source.user(user_id)
-    for folder in sorted(p for p in theirs.workspace.iterdir() if p.is_dir()):
+    kept = sorted(theirs.workspace.iterdir()) if theirs.workspace.is_dir() else []  # no-memory keeps none
+    for folder in (p for p in kept if p.is_dir()):
         _copy_tree(folder, mine.workspace / folder.name, link=folder.name in WRITE_ONCE)
-    for path in sorted(p for p in theirs.workspace.iterdir() if p.is_file()):
+    for path in (p for p in kept if p.is_file()):
+        mine.workspace.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, mine.workspace / path.name)
     _copy_tree(theirs.sessions, mine.sessions, link=True)
     _link_or_copy(theirs.index_response, mine.index_response)
