@@ -119,3 +119,14 @@ def test_the_simulator_answers_a_baseline_from_the_image_the_ordinal_picks():
     assert policy.reply("qa", first).content == "The colour is red."
     blind = _qa_body("What colour was the first photo?", [], {})
     assert policy.reply("qa", blind).content == CANNOT_TELL
+
+
+def test_a_user_without_turns_retrieves_nothing_and_sends_no_image(sample_root, tmp_path):
+    config = load_config(overrides={"candidate": {"kind": "bm25-rag"}})
+    rag = Bm25Rag(model=None, preset=config.candidate, workspace=tmp_path, dataset_root=sample_root)
+    assert asyncio.run(rag.build_index()).chunks == 0
+    content, retrieval = rag._content(CandidateQuestion(user_id=0, question_id="q", question="anything?"))
+    assert retrieval.chunks == [] and retrieval.images == []
+    assert not [b for b in content if isinstance(b, DataBlock)]
+    reused = Bm25Rag(model=None, preset=config.candidate, workspace=tmp_path, dataset_root=sample_root)
+    assert reused._content(CandidateQuestion(user_id=0, question_id="q", question="anything?"))[1] == retrieval

@@ -50,7 +50,8 @@ class Bm25Rag:
     dataset_root: Path
     kind: CandidateKind = "bm25-rag"
     chunks: list[TranscriptChunkLine] = field(default_factory=list)
-    index: bm25s.BM25 | None = None
+    index: bm25s.BM25 | None = None  # None once built: no chunk to retrieve
+    built: bool = False
 
     async def ingest_session(self, session: CandidateSession, timeout_s: float | None) -> IngestResponse:
         new = session_chunks(session, self.preset.chunk_turns, len(self.chunks))
@@ -59,15 +60,17 @@ class Bm25Rag:
 
     async def build_index(self) -> IndexResponse:
         started = time.perf_counter()
-        self.index = await asyncio.to_thread(self._build)
+        self.index, self.built = await asyncio.to_thread(self._build), True
         return IndexResponse(documents=len({c.session_id for c in self.chunks}), chunks=len(self.chunks),
                              build_seconds=round(time.perf_counter() - started, 4))
 
-    def _build(self) -> bm25s.BM25:
+    def _build(self) -> bm25s.BM25 | None:
         folder = self.workspace / FOLDER
         folder.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(folder / "chunks.jsonl",
                            "".join(c.model_dump_json() + "\n" for c in self.chunks).encode("utf-8"))
+        if not self.chunks:
+            return None
         index = bm25s.BM25()
         index.index([tokens(c.text) or [""] for c in self.chunks], show_progress=False)
         index.save(str(folder / "index"), show_progress=False)
@@ -79,12 +82,13 @@ class Bm25Rag:
         if not (folder / "chunks.jsonl").is_file():
             raise MobilememError("bm25-rag: the index was not built before the first question")
         self.chunks = read_lines(folder / "chunks.jsonl", TranscriptChunkLine)
-        self.index = bm25s.BM25.load(str(folder / "index"))
+        self.index = bm25s.BM25.load(str(folder / "index")) if self.chunks else None
+        self.built = True
 
     def _retrieve(self, question: str) -> list[tuple[TranscriptChunkLine, float]]:
-        if self.index is None:
+        if not self.built:
             self._load()
-        if not self.chunks:
+        if self.index is None:
             return []
         k = min(self.preset.top_k, len(self.chunks))
         found, scores = self.index.retrieve([tokens(question) or [""]], k=k, show_progress=False)
