@@ -123,7 +123,7 @@ def test_compare_sets_a_baseline_against_the_default_candidate(baselines, baseli
     result = read_record(written, CompareFile)
     assert result.overall.compared == 9
     assert len(result.correct_only_in_a) == 9 and result.correct_only_in_b == []
-    assert "correct in A only" in capsys.readouterr().out.replace("9 correct", "correct")
+    assert "flipped: 9 correct in A only, 0 correct in B only" in capsys.readouterr().out
 
 
 def test_a_bm25_rag_run_reuses_an_earlier_memory_and_answers_from_its_saved_index(

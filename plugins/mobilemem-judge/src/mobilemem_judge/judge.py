@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 
-from agentscope.message import TextBlock, UserMsg
+from agentscope.message import TextBlock
 from agentscope.model import ChatModelBase
-from agentscope.model._model_response import ChatResponse
 from pydantic import BaseModel, ConfigDict
 
 from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
 from mobilemem.records import DecidedBy, Label
 from mobilemem_judge.parse import parse_label
 from mobilemem_judge.rubric import fill
@@ -33,22 +32,13 @@ class Judgment(BaseModel):
     error: str | None = None
 
 
-async def _reply_text(model: ChatModelBase, prompt: str) -> str:
-    result = await model(messages=[UserMsg(name="user", content=[TextBlock(text=prompt)])])
-    if not isinstance(result, ChatResponse):
-        async for chunk in result:
-            result = chunk
-    assert isinstance(result, ChatResponse)
-    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
-
-
 async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatModelBase, rubric: str, *,
                        timeout_s: float | None = None, max_reply_bytes: int | None = None) -> Judgment:
     """`timeout_s` bounds the judgment by wall clock; a reply over `max_reply_bytes` is a gap."""
     with usage.scope() as own:
         try:
             async with asyncio.timeout(timeout_s) as budget:
-                raw = await _reply_text(model, fill(rubric, question, prediction))
+                raw = await reply_text(model, [TextBlock(text=fill(rubric, question, prediction))])
             if budget.expired():  # the library swallowed the budget's cancellation
                 raise TimeoutError
             raise_if_cancelled()

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import httpx
 import openai
 from agentscope.credential import OpenAICredential
-from agentscope.model import OpenAIChatModel
+from agentscope.message import TextBlock, UserMsg
+from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem.config import CandidatePreset, Config, RequestPreset
@@ -122,3 +123,14 @@ def failure_kind(exc: BaseException) -> str:
     if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
         return "malformed response"
     return type(exc).__name__
+
+
+async def reply_text(model: ChatModelBase, content: list) -> str:
+    """The text of the model's reply to one user message of `content` blocks (streamed or not):
+    the judge's call and a baseline's one answer request."""
+    result = await model(messages=[UserMsg(name="user", content=content)])
+    if not isinstance(result, ChatResponse):  # streamed: the last chunk carries the whole reply
+        async for chunk in result:
+            result = chunk
+    assert isinstance(result, ChatResponse)
+    return "".join(block.text for block in result.content if isinstance(block, TextBlock))

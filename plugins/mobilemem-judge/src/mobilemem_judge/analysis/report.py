@@ -24,6 +24,7 @@ from mobilemem_judge.analysis.stats import CONFIDENCE, RESAMPLES
 REPORT_FILE = "report.html"
 METRICS = (("accuracy", "accuracy"), ("f1", "F1"), ("bleu1", "BLEU-1"))
 TABLE_ID = "question-table"
+WRAPPED_COLUMNS = ("question", "prediction", "gold")  # long texts: wrapped, not one wide line
 FILTERED_COLUMNS = ("status", "label", "language", "difficulty", "opened evidence", "retrieved evidence")
 
 
@@ -115,12 +116,13 @@ def question_table(report: Report) -> Markup:
         "opened evidence": _yes_no(q.opened_evidence), "retrieved evidence": _yes_no(q.retrieved_evidence),
     } for q in report.questions])
     filtered = [frame.columns.get_loc(c) for c in FILTERED_COLUMNS]
+    wrapped = [frame.columns.get_loc(c) for c in WRAPPED_COLUMNS]
     html = to_html_datatable(
         frame, connected=False, showIndex=False, maxBytes=0, allow_html=False, pageLength=25,
         lengthMenu=[10, 25, 100, 500], classes="display compact", order=[],
         columnControl=["order", ["orderAsc", "orderDesc", "search"]],
         columnDefs=[{"targets": filtered, "columnControl": ["order", ["orderAsc", "orderDesc", "searchList"]]},
-                    {"targets": [7, 8, 9], "className": "wrap"}],
+                    {"targets": wrapped, "className": "wrap"}],
         ordering={"indicators": False, "handler": False},
         # not ITables' default layout, which it hides on a table that fits one page: the search stays
         layout={"topStart": "search", "topEnd": "pageLength", "bottomStart": "info", "bottomEnd": "paging"},

@@ -141,7 +141,7 @@ def _groups(summary: SummaryFile, lines: list[ResultLine]) -> list[Group]:
     return groups
 
 
-def _user_cost(user: UserDir, user_id: int, lines: list[ResultLine], run: RunDir) -> UserCost:
+def _user_cost(user: UserDir, user_id: int, lines: list[ResultLine]) -> UserCost:
     reuse = _maybe(user.reuse, ReuseFile)
     sessions = [_read(p, SessionFile) for p in sorted(user.sessions.glob("*.json"))] \
         if user.sessions.is_dir() else []
@@ -228,5 +228,5 @@ def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
         details.append(detail)
     _fit_excerpts(details)
     thumbnails.make()
-    users = [_user_cost(run.user(u), u, lines, run) for u in plan.users]
+    users = [_user_cost(run.user(u), u, lines) for u in plan.users]
     return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails)

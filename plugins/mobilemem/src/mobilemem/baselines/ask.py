@@ -6,23 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
-from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 
 from mobilemem import usage
 from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
 from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled
+from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
 from mobilemem.records import AnswerResponse, Retrieval
-
-
-async def _reply_text(model: ChatModelBase, content: list) -> str:
-    result = await model(messages=[UserMsg(name="user", content=content)])
-    if not hasattr(result, "content"):  # streamed: the last chunk carries the whole reply
-        async for chunk in result:
-            result = chunk
-    return "".join(block.text for block in result.content if isinstance(block, TextBlock))
 
 
 def _failed(kind: str, reason: str, finished=None, retrieval: Retrieval | None = None) -> AnswerResponse:
@@ -36,7 +27,7 @@ async def ask(model: ChatModelBase, content: list, preset: CandidatePreset,
     with usage.scope() as own:
         try:
             async with asyncio.timeout(preset.answer_timeout_s) as budget:
-                text = await _reply_text(model, content)
+                text = await reply_text(model, content)
             if budget.expired():  # a library swallowed the budget's cancellation
                 raise TimeoutError
         except TimeoutError:
