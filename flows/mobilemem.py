@@ -66,7 +66,7 @@ from tasks.ingest import ingest_session
 from tasks.judge import judge_answer
 from tasks.reuse import reuse_user
 from tasks.skip import skip_question
-from lifecycle.orchestration import mark_started, start_patiently
+from lifecycle.orchestration import all_or_none, mark_started, start_patiently
 from lifecycle.outcome import StepOutcome, run_step
 from lifecycle.step_records import record_orphaned_questions
 
@@ -138,7 +138,9 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
                 blocked = None if reused.reused else ("history", REJUDGE_NO_MEMORY, None)
             else:
                 blocked = await _history(scheduled.sessions, user)
-            await asyncio.gather(*(_question(context, user, job, blocked, reused) for job in scheduled.questions))
+            # A question that fails outside its steps cancels its siblings (the parent records them as
+            # gaps) before the memory closes: none runs against a closed memory.
+            await all_or_none(_question(context, user, job, blocked, reused) for job in scheduled.questions)
             user.progress.finish()
         finally:
             await run_setup.close_user(user)

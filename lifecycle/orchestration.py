@@ -1,4 +1,5 @@
-"""Starting a Prefect task or subflow run when the Prefect API is busy.
+"""Starting a Prefect task or subflow run when the Prefect API is busy; running sibling steps so
+that one failure stops them all.
 
 A Prefect server on SQLite answers 503 while its database is locked; past the client's own retries
 the call that creates a task or subflow run raises before the step's body has run. Nothing of the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from typing import TypeVar
 
@@ -49,3 +50,20 @@ async def start_patiently(call: Callable[[], Awaitable[T]], what: str) -> T:
             _started.reset(token)
         await asyncio.sleep(PAUSE_S * attempt)
         attempt += 1
+
+
+async def all_or_none(coroutines: Iterable[Awaitable[object]]) -> None:
+    """Run the coroutines together; the first to raise cancels the others, which are awaited before
+    its exception propagates (so nothing still runs when the caller closes what they share).
+    asyncio.TaskGroup would do it, but on Python 3.11 it leaves its parent task marked as cancelled
+    when a child fails while the group is already exiting."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION) if tasks else None
+    finally:  # also when this task itself is cancelled
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()

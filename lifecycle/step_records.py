@@ -1,5 +1,6 @@
-"""How a step writes its records: a write error is that step's failure, never the run's; a gap is
-an error.json plus the user's gap count; the dashboard links what the step wrote."""
+"""How a step writes its records: a write error, or any exception the step did not expect, is that
+step's failure, never the run's; a gap is an error.json plus the user's gap count; the dashboard
+links what the step wrote."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilemem.dataset import CandidateQuestion
-from mobilemem.errors import error_record
+from mobilemem.errors import describe, error_record
 from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, JobFile, RecordBase
 from mobilemem.rundir import append_error, write_record
 from lifecycle.outcome import StepOutcome
@@ -20,16 +21,36 @@ log = logging.getLogger(__name__)
 
 
 def save(user: UserContext, path: Path, record: RecordBase, stage: ErrorStage, **ids) -> ErrorLine | None:
-    """Write one record of a step. A write error (ENOSPC, EACCES, EROFS, ...) is returned as the
-    step's error, recorded in errors.jsonl if that can still be written; a full disk stops the run."""
+    """Write one record of a step. A write error (ENOSPC, EACCES, EROFS, text that cannot be
+    encoded, ...) is returned as the step's error, recorded in errors.jsonl if that can still be
+    written; a full disk stops the run."""
     try:
         write_record(path, record)
-    except OSError as exc:
-        user.disk.note(exc)
+    except Exception as exc:  # whatever stops a record from being kept fails its step, and only it
+        if isinstance(exc, OSError):
+            user.disk.note(exc)
         error = error_record(exc, stage=stage, **ids)
         append_error(user.run, error)
         return error
     return None
+
+
+async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, question_id: str | None = None,
+                      session_id: str | None = None) -> StepOutcome:
+    """An exception a step did not expect is that step's failure (DESIGN §8): one errors.jsonl line
+    and, for a question, its gap. A question already scored keeps its score (the error is still
+    recorded): no question ever has both a score and an error.json."""
+    error = error_record(exc, stage=stage, user_id=user.user_id, question_id=question_id, session_id=session_id)
+    append_error(user.run, error)
+    if isinstance(exc, OSError):
+        user.disk.note(exc)
+    log.error("%s step of user %s failed: %s", stage, user.user_id, error.reason)
+    if question_id is None:
+        return StepOutcome(success=False, reason=error.error_type, error_id=error.id, detail=error.reason)
+    if user.run.user(user.user_id).question(question_id).metrics.exists():
+        return StepOutcome(success=True)
+    gap: GapStage = "judge" if stage == "judge" else "answer"
+    return await record_gap(user, question_id, gap, error.error_type, error.id, error.reason)
 
 
 def question_files(user: UserContext, question_id: str, title: str) -> None:
@@ -45,9 +66,10 @@ async def record_gap(user: UserContext, question_id: str, stage: GapStage, reaso
         write_record(user.run.user(user.user_id).question(question_id).error, ErrorFile(
             user_id=user.user_id, question_id=question_id, stage=stage, reason=reason, detail=detail,
             error_id=error_id))
-    except OSError as exc:  # the gap still counts; summarize sees the question without its outcome
-        user.disk.note(exc)
-        log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, exc.strerror)
+    except Exception as exc:  # the gap still counts; summarize sees the question without its outcome
+        if isinstance(exc, OSError):
+            user.disk.note(exc)
+        log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, describe(exc))
     user.progress.bump(gaps=1)
     return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail)
 
@@ -70,5 +92,7 @@ def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLin
                 write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
                                                     reason=f"orchestration failed: {error.error_type}",
                                                     detail=error.reason, error_id=error.id))
-            except OSError as exc:
-                context.disk.note(exc)
+            except Exception as exc:  # the next question is still recorded
+                if isinstance(exc, OSError):
+                    context.disk.note(exc)
+                log.error("could not write error.json of %s: %s", job.question_id, describe(exc))

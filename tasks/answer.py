@@ -18,7 +18,7 @@ from mobilemem.records import AnswerResponseFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import question_files, record_gap, save, write_job
+from lifecycle.step_records import question_files, record_gap, save, step_failed, write_job
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
@@ -27,8 +27,12 @@ from lifecycle.step_records import question_files, record_gap, save, write_job
 async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
-    outcome = await _answer(job, user)
-    question_files(user, job.question_id, "answer to")
+    try:
+        outcome = await _answer(job, user)
+        question_files(user, job.question_id, "answer to")
+    except Exception as exc:
+        raise_if_cancelled()
+        outcome = await step_failed(user, exc, "answer", question_id=job.question_id)
     return outcome
 
 

@@ -17,7 +17,7 @@ from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import save
+from lifecycle.step_records import save, step_failed
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
@@ -28,7 +28,11 @@ async def build_index(user: UserContext) -> StepOutcome:
         user.progress.set_index("not run")
         return NOT_RUN
     user.progress.set_index("building")
-    outcome = await _build(user)
+    try:
+        outcome = await _build(user)
+    except Exception as exc:
+        raise_if_cancelled()
+        outcome = await step_failed(user, exc, "index")
     user.progress.set_index("built" if outcome.success else "failed")
     paths = user.run.user(user.user_id)
     user.dashboard.task_files(f"index of user {user.user_id}", [paths.index_response, paths.memory_usage])

@@ -18,7 +18,7 @@ from mobilemem.records import SessionFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import save
+from lifecycle.step_records import save, step_failed
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
@@ -27,6 +27,19 @@ from lifecycle.step_records import save
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
+    try:
+        outcome = await _ingest(session, user)
+    except Exception as exc:  # the session failed: the user's history ends here
+        raise_if_cancelled()
+        outcome = await step_failed(user, exc, "ingest", session_id=session.session_id)
+        user.progress.bump(failed_sessions=1)
+    # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
+    # collection here they pile up between rare full collections (bench/README.md, peak RSS).
+    gc.collect()
+    return outcome
+
+
+async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
     ids = {"user_id": user.user_id, "session_id": session.session_id,
            "image_paths": [t.image.path for t in session.turns if t.image]}
     started, response, error, kind = datetime.now(UTC), None, None, None
@@ -59,8 +72,5 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
     else:
         user.progress.bump(failed_sessions=1)
     user.dashboard.task_files(f"session {session.session_id} of user {user.user_id}", [record])
-    # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
-    # collection here they pile up between rare full collections (bench/README.md, peak RSS).
-    gc.collect()
     return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None,
                        detail=error.reason if error else None)

@@ -21,7 +21,7 @@ from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import question_files, record_gap, save
+from lifecycle.step_records import question_files, record_gap, save, step_failed
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
@@ -30,8 +30,12 @@ from lifecycle.step_records import question_files, record_gap, save
 async def judge_answer(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
     if user.disk.stopped():
         return NOT_RUN
-    outcome = await _judge(question, prediction, user)
-    question_files(user, question.question_id, "judgment of")
+    try:
+        outcome = await _judge(question, prediction, user)
+        question_files(user, question.question_id, "judgment of")
+    except Exception as exc:
+        raise_if_cancelled()
+        outcome = await step_failed(user, exc, "judge", question_id=question.question_id)
     return outcome
 
 
