@@ -17,14 +17,15 @@ task run and a gap record; the flow always finishes with `finalize` (summary.jso
 report.html).
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
-Exit codes: 0 completed, 1 refused to start, 2 cleanup errors, 3 stopped by an error (a full disk,
-a failed orchestration) with every finished result kept, 130 interrupted.
+Exit codes: 0 completed, 1 refused to start (or a usage error), 2 cleanup errors, 3 stopped by an
+error (a full disk, a failed orchestration) with every finished result kept, 4 completed with no
+question scored, 130 interrupted. The parent flow run ends `Completed: <scored>/<expected> scored,
+<gaps> gaps`, or `Failed: ...` when nothing was scored or the run stopped early.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -39,8 +40,11 @@ if __name__ == "__main__" and not __package__:
     if sys.argv[1:2] and sys.argv[1] in analysis_commands.COMMANDS:  # run files only: no Prefect to load
         raise SystemExit(analysis_commands.main(sys.argv[1:]))
     from flows.mobilemem import main
+    from lifecycle import console
 
-    raise SystemExit(main())
+    code = main()
+    console.ignore_signals()
+    raise SystemExit(code)
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
@@ -67,7 +71,7 @@ from tasks.judge import judge_answer
 from tasks.reuse import reuse_user
 from tasks.skip import skip_question
 from lifecycle.orchestration import all_or_none, mark_started, start_patiently
-from lifecycle.outcome import StepOutcome, run_step
+from lifecycle.outcome import StepOutcome, run_state, run_step
 from lifecycle.step_records import record_orphaned_questions
 
 
@@ -168,7 +172,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
                     limit_questions: int | None = None, simulate: bool = False,
                     reuse: list[Path] | None = None, rejudge: Path | None = None,
-                    judge_model: str | None = None, candidate: str | None = None) -> SummaryFile | State:
+                    judge_model: str | None = None, candidate: str | None = None) -> State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
             "query_concurrency": query_concurrency, "config": config, "users": users,
@@ -193,11 +197,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
             await run_setup.close_run(context, state)
         summary = await finalize(context.run.root)
         # the files say what they could record; a run.json a full disk left at `running` does not decide
-        return summary if summary.state == state else summary.model_copy(update={"state": state})
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    raise TerminationSignal(signal=signum)
+        return run_state(summary if summary.state == state else summary.model_copy(update={"state": state}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,23 +239,29 @@ def _evaluate(params: dict) -> int:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
     console.configure()
-    # SIGINT cancels the flow through asyncio (even if a shell started us with it ignored); while a
-    # flow runs, Prefect turns SIGTERM into TerminationSignal, and before that we do the same.
-    # Either way asyncio cancels every step on the way out, then the run is closed as interrupted.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # The first SIGINT/SIGTERM cancels the flow (every step on the way out), then the run is closed
+    # as interrupted; whatever exception it surfaced as, the exit status is 130 (lifecycle.console).
     guard = guard_descendants()  # Prefect's embedded server must not outlive us, even after kill -9
-    try:
-        summary = asyncio.run(mobilemem(**params))
-    except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
-        run_end.mark_interrupted(plan.run)
-        print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
-        return 130
-    except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
-        return run_end.after_failure(plan.run, exc, commands.headline)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        guard.stop()
+    summary: SummaryFile | None = None
+    with console.prefect_settings(), console.catch_signals():
+        try:
+            console.start_embedded_server()
+            summary = asyncio.run(console.stopped_by_signals(_summary(params)))
+        except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
+            pass
+        except console.ServerNotStarted as exc:
+            plan.run.abandon()
+            print(f"mobilemem: the run could not start: {exc}", file=sys.stderr)
+            return 1
+        except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
+            if not console.interrupted():
+                return run_end.after_failure(plan.run, exc, commands.headline)
+        finally:
+            guard.stop()
+        if console.interrupted() or summary is None:
+            run_end.mark_interrupted(plan.run)
+            print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
+            return 130
     print(commands.headline(plan.run.root, summary))
     if (plan.run.root / REPORT_FILE).is_file():
         print(f"report: {plan.run.root / REPORT_FILE}")
@@ -263,8 +269,24 @@ def _evaluate(params: dict) -> int:
         print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
               f"{plan.run.root} (exit 3)", file=sys.stderr)
         return 3
+    if summary.scored == 0 and summary.expected > 0:
+        print(f"mobilemem: no question was scored; errors.jsonl in {plan.run.root} says why (exit 4)",
+              file=sys.stderr)
+        return 4
     return 2 if summary.cleanup_error_count else 0
 
 
+async def _summary(params: dict) -> SummaryFile:
+    """Run the parent flow; its summary, whichever state (Completed or Failed) the flow run ended in."""
+    state = await mobilemem(**params, return_state=True)
+    result = await state.aresult(raise_on_failure=False)
+    if isinstance(result, BaseException):
+        raise result
+    assert isinstance(result, SummaryFile), result
+    return result
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    console.ignore_signals()
+    raise SystemExit(code)

@@ -5,7 +5,6 @@ They import neither Prefect nor ReMe, so
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 from mobilemem_judge.analysis.report import write_report
 from mobilemem_judge.analysis.report_data import ReportError
 from lifecycle import compare_command
+from lifecycle.arguments import CommandParser
 
 COMMANDS = ("report", "compare")
 
@@ -20,7 +20,7 @@ COMMANDS = ("report", "compare")
 def run_dir_argument(argv: Sequence[str], command: str, description: str) -> Path | None:
     """The RUN_DIR of `python flows/mobilemem.py COMMAND RUN_DIR`, or None (said in one line) when
     it holds no run.json."""
-    parser = argparse.ArgumentParser(prog=f"python flows/mobilemem.py {command}", description=description)
+    parser = CommandParser(prog=f"python flows/mobilemem.py {command}", description=description)
     parser.add_argument("run_dir", type=Path)
     run_dir = parser.parse_args(argv).run_dir
     if not (run_dir / "run.json").is_file():

@@ -18,6 +18,7 @@ from mobilemem.summary import liveness
 from lifecycle.analysis_commands import run_dir_argument
 from lifecycle.run_setup import HEARTBEAT_S
 from lifecycle.summary_files import write_summary
+from lifecycle.arguments import CommandParser
 
 
 def user_ids(text: str) -> list[int]:
@@ -35,7 +36,7 @@ def positive(text: str) -> int:
 
 def evaluate_parser() -> argparse.ArgumentParser:
     """The main command's arguments (`python flows/mobilemem.py --dataset ... --output ...`)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python flows/mobilemem.py",
         description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
                     "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
@@ -92,7 +93,7 @@ def summarize(argv: Sequence[str]) -> int:
 def rejudge_params(argv: Sequence[str]) -> dict | int:
     """The flow's parameters of a rejudge run: the earlier run's dataset, users, question limit,
     model and simulator flag; its configuration is the base (lifecycle.run_setup.preflight)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python flows/mobilemem.py rejudge",
         description="A new run that reuses every memory and answer of EARLIER_RUN and judges them all again.")
     parser.add_argument("earlier_run", type=Path)

@@ -3,7 +3,6 @@ as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), an
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import sys
 from collections.abc import Sequence
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from mobilemem.records import CompareFile, ComparedRun, PairedScore
 from mobilemem.rundir import compare_files, write_bytes_atomic, write_record
+from lifecycle.arguments import CommandParser
 
 
 def _label(run: ComparedRun) -> str:
@@ -50,7 +50,7 @@ def summary_lines(result: CompareFile, json_path: Path, html_path: Path) -> list
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python flows/mobilemem.py compare",
         description="Compare run B with run A on the questions scored in both (differences are B - A).")
     parser.add_argument("run_a", type=Path, metavar="RUN_A")

@@ -17,7 +17,7 @@ from prefect.states import Cancelled, Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
 from mobilemem.errors import sanitize
-from mobilemem.records import GapStage
+from mobilemem.records import GapStage, SummaryFile
 from lifecycle.orchestration import mark_started, start_patiently
 
 WRITE_ERROR = "write error"
@@ -74,3 +74,15 @@ async def run_step(task: Any, *args: Any) -> StepOutcome:
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+def run_state(summary: SummaryFile) -> State:
+    """The parent flow run's final state says the result: `Completed: 8/13 scored, 5 gaps`, or
+    Failed when no question was scored or the run stopped early (DESIGN §8)."""
+    gaps = sum(n for reasons in summary.gaps.values() for n in reasons.values())
+    result = f"{summary.scored}/{summary.expected} scored, {gaps} gap{'s' if gaps != 1 else ''}"
+    if summary.state == "interrupted_by_error":
+        return Failed(name=f"Failed: stopped early, {result}", message=f"stopped early: {result}", data=summary)
+    if summary.scored == 0 and summary.expected > 0:
+        return Failed(name=f"Failed: {result}", message=f"no question was scored: {result}", data=summary)
+    return Completed(name=f"Completed: {result}", message=result, data=summary)

@@ -25,6 +25,7 @@ from mobilemem.rundir import RunDir
 from lifecycle import commands
 from lifecycle.reuse_match import UserMatch, match_user
 from lifecycle.run_setup import candidate_provenance  # as run.json records it: fingerprints agree
+from lifecycle.arguments import CommandParser
 
 OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
 RETRIEVED_TOKENS = 3_000  # per answer iteration: the memory it is assumed to read back
@@ -78,7 +79,7 @@ def _judge_endpoint(config: Config, simulate: bool) -> tuple[Endpoint, str | Non
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python flows/mobilemem.py plan",
+    parser = CommandParser(prog="python flows/mobilemem.py plan",
                                      description="Preflight, then the size of the run: nothing is sent or written.")
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--output", type=Path, help="also say whether the run directory there is free")

@@ -48,9 +48,11 @@ def test_unknown_user_refuses(sample_root, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flag", [["--users", "a,b"], ["--query-concurrency", "0"], ["--limit-questions", "-1"]])
-def test_bad_flags_exit_2_with_usage(flag, tmp_path):
+def test_bad_flags_exit_1_in_one_line_naming_the_flag(flag, tmp_path):
     result = _run("--dataset", str(tmp_path), "--output", str(tmp_path), *flag)
-    assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert f"argument {flag[0]}" in line
 
 
 def test_not_a_dataset_folder(tmp_path, capsys):
@@ -75,3 +77,14 @@ def test_an_output_that_cannot_be_used_is_refused_in_one_line_before_anything_st
     assert err.count("\n") == 1 and err.startswith("mobilemem: refused to start: ") and "Traceback" not in err
     assert {"not_a_directory": "is not a directory", "read_only": "cannot create the run directory",
             "concurrent": "another run (pid 4242)"}[case] in err
+
+
+@pytest.mark.parametrize("args", [("--dataset",), ("--dataset", "x", "--output", "y", "--users", "a"),
+                                  ("--bogus",), ("report",), ("compare", "only-one"), ("plan",),
+                                  ("rejudge", "x"), ("summarize",)])
+def test_a_usage_error_is_one_line_and_exit_1(args):
+    result = _run(*args)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("mobilemem: flows/mobilemem.py") and line.endswith("(see --help)")

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from flows.mobilemem import main
+from mobilemem import records
 from mobilemem.config import DEFAULT_KIND
 from mobilemem.records import ErrorLine, SummaryFile
 from mobilemem.rundir import RunDir, read_lines, read_record
@@ -30,3 +31,35 @@ def errors(run: RunDir) -> list[ErrorLine]:
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+RECORDS = {"run.json": records.RunFile, "judge-settings.json": records.JudgeSettingsFile,
+           "summary.json": records.SummaryFile, "job.json": records.JobFile,
+           "answer-response.json": records.AnswerResponseFile, "judgment.json": records.JudgmentFile,
+           "metrics.json": records.MetricsFile, "error.json": records.ErrorFile,
+           "attribution.json": records.AttributionFile, "reuse.json": records.ReuseFile,
+           "index-response.json": records.IndexResponseFile, "memory_usage.json": records.MemoryUsageFile}
+LINES = {"errors.jsonl": records.ErrorLine, "cleanup-errors.jsonl": records.ErrorLine,
+         "results.jsonl": records.ResultLine}
+
+
+def validate_run_files(run: RunDir) -> int:
+    """Every record of the run directory (the candidate's workspace aside) validates with its model
+    and every other JSON file parses; returns how many files were checked."""
+    checked = 0
+    for path in run.root.rglob("*"):
+        if "workspace" in path.relative_to(run.root).parts or not path.is_file():
+            continue
+        if path.parent.name == "sessions" and path.suffix == ".json":
+            read_record(path, records.SessionFile)
+        elif path.name in RECORDS:
+            read_record(path, RECORDS[path.name])
+        elif path.name in LINES:
+            for line in path.read_bytes().splitlines():
+                LINES[path.name].model_validate_json(line)
+        elif path.suffix == ".json":
+            json.loads(path.read_bytes())
+        else:
+            continue
+        checked += 1
+    return checked

@@ -11,19 +11,11 @@ import time
 import pytest
 
 from conftest import ROOT
+from e2e.runs import validate_run_files
 from mobilemem import records
 from mobilemem.rundir import RunDir, read_record
 
 pytestmark = pytest.mark.slow
-
-MODELS = {"run.json": records.RunFile, "judge-settings.json": records.JudgeSettingsFile,
-          "summary.json": records.SummaryFile, "job.json": records.JobFile,
-          "answer-response.json": records.AnswerResponseFile, "judgment.json": records.JudgmentFile,
-          "metrics.json": records.MetricsFile, "error.json": records.ErrorFile,
-          "index-response.json": records.IndexResponseFile, "memory_usage.json": records.MemoryUsageFile}
-LINES = {"errors.jsonl": records.ErrorLine, "cleanup-errors.jsonl": records.ErrorLine,
-         "results.jsonl": records.ResultLine}
-
 
 def _group_alive(pgid: int) -> bool:
     try:
@@ -31,19 +23,6 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def _validate_everything(run: RunDir) -> None:
-    for path in run.root.rglob("*"):
-        if path.parent.name == "sessions" and path.suffix == ".json":
-            read_record(path, records.SessionFile)
-        elif path.name in MODELS and "workspace" not in path.parts:
-            read_record(path, MODELS[path.name])
-        elif path.name in LINES:
-            for line in path.read_text().splitlines():
-                LINES[path.name].model_validate_json(line)
-        elif path.suffix == ".json" and "trajectories" in path.parts:
-            json.loads(path.read_text())
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -79,4 +58,31 @@ def test_interrupt_mid_run(sample_root, tmp_path, signum):
     assert manifest.state == "interrupted" and manifest.finished_at is not None
     summary = read_record(run.summary, records.SummaryFile)
     assert summary.state == "interrupted" and summary.expected == 9 and summary.scored < 9
-    _validate_everything(run)
+    validate_run_files(run)
+
+
+def test_sigterm_while_the_embedded_server_starts(sample_root, tmp_path):
+    """The signal lands while Prefect's embedded server is starting (its process exists, the run has
+    not begun): exit 130 in one line, no run folder left claimed, no process left behind."""
+    import psutil
+
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    runner = subprocess.Popen([sys.executable, "flows/mobilemem.py", "--dataset", str(sample_root), "--output",
+                               str(tmp_path / "out"), "--simulate"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any("uvicorn" in " ".join(c.cmdline()) for c in psutil.Process(runner.pid).children(recursive=True)):
+        assert runner.poll() is None, runner.stderr.read()
+        assert time.monotonic() < deadline, "the embedded server never started"
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, stderr = runner.communicate(timeout=120)
+    assert runner.returncode == 130 and time.monotonic() - sent < 30, stderr
+    assert stderr.splitlines()[-1].startswith("mobilemem: interrupted") and "Traceback" not in stderr
+    assert not RunDir.for_output(tmp_path / "out", "qwen3.8-max").root.exists()
+    deadline = time.monotonic() + 30
+    while _group_alive(runner.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group_alive(runner.pid), "the runner left processes behind"

@@ -151,6 +151,15 @@ class RunDir:
         """Once run.json is written, the run directory is the run's own: the claim goes."""
         self.claim_file.unlink(missing_ok=True)
 
+    def abandon(self) -> None:
+        """A run that ended before its run.json was written: its claim goes, and so does its folder
+        when nothing else is in it, so the same --output can be used again."""
+        self.release_claim()
+        try:
+            self.root.rmdir()
+        except OSError:  # something else is in it (or it is gone): left as it is
+            pass
+
     @property
     def run(self) -> Path:
         return self.root / "run.json"
