@@ -32,6 +32,7 @@ from prefect.settings import (
 from mobilemem.errors import MobilememError, describe
 
 T = TypeVar("T")
+LIBRARY_LOGGERS = ("as", "bm25s")  # AgentScope's and bm25s's loggers, which print to the console themselves
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 log = logging.getLogger(__name__)
 _received: list[int] = []
@@ -89,6 +90,10 @@ def _console_logging() -> None:
             handler.addFilter(_not_run_logs)
     for name in ("prefect", "prefect.task_runs", "as"):  # a task run logs a warning or a failure, not each success
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in LIBRARY_LOGGERS:  # their own console handlers go: their lines are for run.log (run_log)
+        library = logging.getLogger(name)
+        library.handlers = [h for h in library.handlers if type(h) is not logging.StreamHandler]
+        library.propagate = False
     for name in ("EventsWorker", "APILogWorker"):  # "still processing items" while they drain at exit
         logging.getLogger(name).setLevel(logging.ERROR)
     logging.getLogger("prefect.flow_runs").setLevel(logging.INFO)

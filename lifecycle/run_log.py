@@ -10,7 +10,8 @@ from mobilemem.errors import sanitize
 from mobilemem.rundir import RunDir
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-RUN_LOG_LOGGERS = ("mobilemem", "lifecycle", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs")
+RUN_LOG_LOGGERS = ("mobilemem", "lifecycle", "tasks", "flows", "prefect.flow_runs", "prefect.task_runs", "as",
+                   "bm25s")
 
 
 class _Sanitizing(logging.Filter):

@@ -88,3 +88,19 @@ def test_a_usage_error_is_one_line_and_exit_1(args):
     assert "Traceback" not in result.stderr and result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith("mobilemem: flows/mobilemem.py") and line.endswith("(see --help)")
+
+
+def test_an_embedded_server_that_does_not_start_is_one_line(sample_root, tmp_path):
+    import os
+
+    env = {**os.environ, "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
+           "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    result = subprocess.run([sys.executable, "flows/mobilemem.py", "--dataset", str(sample_root), "--output",
+                             str(tmp_path / "out"), "--simulate"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("mobilemem: the run could not start: Prefect's embedded API server did not start "
+                           "within 0 s") and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in line
+    assert not (tmp_path / "out" / "mobilemem" / "qwen3.8-max").exists()

@@ -38,3 +38,25 @@ def test_other_callback_errors_still_go_to_the_previous_handler():
 
     assert asyncio.run(flow()) == "finished"
     assert [type(e) for e in seen] == [ZeroDivisionError]
+
+
+def test_libraries_console_lines_go_to_run_log_only(tmp_path):
+    """AgentScope's logger and bm25s's print to the console themselves; under the runner's console
+    their lines reach run.log and nothing else (a child process: their handlers are set at import)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, agentscope, bm25s\n"
+        "from lifecycle import console, run_log\n"
+        "from mobilemem.rundir import RunDir\n"
+        "console.configure()\n"
+        f"handler = run_log.attach(RunDir(__import__('pathlib').Path({str(tmp_path)!r})))\n"
+        "logging.getLogger('as').warning('agentscope warns sk-abcdefgh12345678')\n"
+        "logging.getLogger('bm25s').debug('Building index from tokens')\n"
+        "run_log.detach(handler)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "" and result.stdout == ""
+    text = (tmp_path / "run.log").read_text()
+    assert "agentscope warns [redacted]" in text and "Building index from tokens" in text

@@ -100,8 +100,10 @@ async def test_the_error_line_of_a_failed_request_has_the_runner_frames_that_mad
 
 
 async def test_a_request_cancelled_by_the_answer_budget_is_kept_as_a_failed_request(ingested, sim, user_for):
-    sim.latency_s = 0.4  # the second model turn is still waiting for its reply when the budget ends
-    user = await user_for("answer", answer_timeout_s=0.6, request_timeout_s=30)
+    # the second model turn (it carries the search hits, `[score=...]`) never gets its reply: the
+    # budget ends while it waits, however long the first turn took on a loaded machine
+    sim.faults = [FaultRule(role="answer", contains="score=", kind="timeout", delay_s=10)]
+    user = await user_for("answer", answer_timeout_s=8, request_timeout_s=30)
     requests = await _failed_step("answer", ingested, user)
     sim.wait_idle()
     assert len(requests) == len(sim.requests) >= 2  # every request the endpoint saw is accounted for
