@@ -245,7 +245,7 @@ def _evaluate(params: dict) -> int:
     summary: SummaryFile | None = None
     with console.prefect_settings(), console.catch_signals():
         try:
-            console.start_embedded_server()
+            console.start_embedded_server(plan.run.prefect_server_log)
             summary = asyncio.run(console.stopped_by_signals(_summary(params)))
         except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
             pass

@@ -18,6 +18,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 from prefect.exceptions import TerminationSignal
@@ -116,22 +117,42 @@ def prefect_settings() -> Iterator[None]:
         yield
 
 
-def start_embedded_server() -> None:
+def start_embedded_server(log_path: Path) -> None:
     """Prefect's embedded API server, when no PREFECT_API_URL is set: started before the flow, so a
     server that does not come up within its start-up budget is one line (ServerNotStarted), and a
-    signal meanwhile interrupts the wait."""
+    signal meanwhile interrupts the wait. Its own output (uvicorn's errors, its noise when it is
+    stopped after the runner was killed) goes to `log_path`, never to the console."""
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return
     from prefect.server.api.server import SubprocessASGIServer
 
     try:
-        SubprocessASGIServer().start()
+        with _output_to(log_path):  # the server process inherits these descriptors when it is spawned
+            SubprocessASGIServer().start()
     except RuntimeError as exc:
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
         raise ServerNotStarted(
             f"Prefect's embedded API server did not start within {timeout} s (a busy machine?): set "
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher, or start a server (prefect server start) "
             f"and set PREFECT_API_URL ({describe(exc)[:200]})") from None
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr (the file descriptors) point at `path` inside the block."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = (os.dup(1), os.dup(2))
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (target, *saved):
+            os.close(fd)
 
 
 @contextmanager

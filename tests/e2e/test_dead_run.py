@@ -36,7 +36,7 @@ def test_kill_9_leaves_no_process_and_summarize_says_the_run_is_dead(sample_root
     env.pop("PREFECT_API_URL", None)
     runner = subprocess.Popen([sys.executable, str(ROOT / "flows" / "mobilemem.py"), "--dataset", str(sample_root),
                                "--output", str(tmp_path / "out")], env=env, cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=(tmp_path / "console.err").open("w"))
     run = RunDir.for_output(tmp_path / "out", "qwen3.8-max")
     try:
         _wait(lambda: run.run.is_file() and list(run.root.glob("users/*/sessions/*.json")), 120, "the first session")
@@ -48,6 +48,9 @@ def test_kill_9_leaves_no_process_and_summarize_says_the_run_is_dead(sample_root
         simulator.wait_idle()
         simulator.reset()
     _wait(lambda: not [p for p, started in children.items() if _alive(p, started)], 15, "the descendants to end")
+    # the console the runner shared with its children: its progress lines only, no server noise
+    noise = [line for line in (tmp_path / "console.err").read_text().splitlines() if " user " not in line]
+    assert noise == []
     done = subprocess.run([sys.executable, str(ROOT / "flows" / "mobilemem.py"), "summarize", str(run.root)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

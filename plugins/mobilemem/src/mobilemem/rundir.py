@@ -119,7 +119,9 @@ class RunDir:
         """Take the run folder for this process (an atomic mkdir), or refuse in one line, changing
         nothing: it exists (another run's, or another live process is starting in it), or it cannot
         be created. Claiming again from the claiming process is a no-op."""
-        if self.claim_file.is_file() and self._claimed_by() == os.getpid() and len(list(self.root.iterdir())) == 1:
+        starting = {self.claim_file.name, self.prefect_server_log.name}  # what a run holds before run.json
+        if self.claim_file.is_file() and self._claimed_by() == os.getpid() and {
+                p.name for p in self.root.iterdir()} <= starting:
             return
         if self.root.exists() or self.root.is_symlink():
             raise ConfigError(self._taken())
@@ -155,10 +157,16 @@ class RunDir:
         """A run that ended before its run.json was written: its claim goes, and so does its folder
         when nothing else is in it, so the same --output can be used again."""
         self.release_claim()
+        self.prefect_server_log.unlink(missing_ok=True)
         try:
             self.root.rmdir()
         except OSError:  # something else is in it (or it is gone): left as it is
             pass
+
+    @property
+    def prefect_server_log(self) -> Path:
+        """The output of Prefect's embedded server, when the run started one."""
+        return self.root / "prefect-server.log"
 
     @property
     def run(self) -> Path:
