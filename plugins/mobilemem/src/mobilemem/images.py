@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
+from mobilemem.dataset_text import text_problem
 from mobilemem.jpeg_markers import jpeg_structure_problem
 
 SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
@@ -98,6 +99,8 @@ def reference_basename(reference: str) -> str:
     """The file name a reference points at; its folder parts are ignored, never followed."""
     if "\x00" in reference or any(ord(ch) < 32 for ch in reference):
         raise ImageProblem(f"image reference {quoted(reference)} contains control characters")
+    if problem := text_problem(reference):
+        raise ImageProblem(f"image reference {quoted(reference)} {problem}")
     name = reference.replace("\\", "/").rsplit("/", 1)[-1]
     if name in {"", ".", ".."}:
         raise ImageProblem(f"image reference {quoted(reference)} names no file")
