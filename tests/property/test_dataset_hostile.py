@@ -10,9 +10,12 @@ import io
 import json
 import os
 import shutil
+import struct
 import unicodedata
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -359,6 +362,34 @@ def test_inspecting_corrupted_image_bytes_only_raises_image_problem(tmp_path_fac
         assert str(exc).isprintable()
     else:
         assert info.format in SUPPORTED_FORMATS
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+PNG_HEADER = struct.pack(">IIBBBBB", 24, 16, 8, 2, 0, 0, 0)  # 24 x 16 RGB, 8 bits, not interlaced
+ROW = 1 + 24 * 3  # a filter byte, then 24 RGB pixels
+PNG_ROWS = bytes(np.random.default_rng(3).integers(0, 5, 16 * ROW, dtype=np.uint8))  # filter bytes 0-4 are valid
+
+
+@HOSTILE
+@given(rows=st.integers(0, 15), extra=st.integers(0, ROW - 1) | st.just(0), cut_stream=st.booleans(),
+       level=st.integers(0, 9))
+def test_a_png_holding_part_of_its_image_data_is_refused(tmp_path_factory, rows, extra, cut_stream, level):
+    """Any prefix of the filtered rows as a complete zlib stream, or the whole stream cut off, in
+    chunks with correct CRCs: refused (Pillow's load() accepts a stream ending at a row's end)."""
+    kept = rows * ROW + extra
+    whole = zlib.compress(PNG_ROWS, level)
+    stream = whole[:kept * len(whole) // len(PNG_ROWS)] if cut_stream else zlib.compress(PNG_ROWS[:kept], level)
+    path = tmp_path_factory.getbasetemp() / "partial.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", PNG_HEADER) + _png_chunk(b"IDAT", stream)
+                     + _png_chunk(b"IEND", b""))
+    with pytest.raises(ImageProblem, match="^is a corrupt PNG file: partial.png "):
+        inspect_image(path)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", PNG_HEADER) + _png_chunk(b"IDAT", whole)
+                     + _png_chunk(b"IEND", b""))
+    assert inspect_image(path).format == "PNG"  # the whole of it is a valid picture
 
 
 # ---------------------------------------------------------------- ids are file names ReMe accepts
