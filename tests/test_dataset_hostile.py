@@ -252,14 +252,15 @@ def _encoded(fmt: str, size: tuple[int, int] = (32, 24), **kwargs) -> bytes:
     return out.getvalue()
 
 
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
 def _png_declaring(width: int, height: int) -> bytes:
     """A tiny PNG whose header (with valid CRCs) declares `width` x `height` pixels."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", zlib.compress(b""))
+            + _png_chunk(b"IEND", b""))
 
 
 def _gif_bomb() -> bytes:
@@ -327,10 +328,6 @@ def test_every_bad_image_is_listed_once_and_refused(sample_copy):
     assert len(problems) == len(BAD_IMAGES)
 
 
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
 def _png_parts(data: bytes) -> list[tuple[bytes, bytes]]:
     """(type, body) of every chunk of a PNG file."""
     parts, pos = [], 8
@@ -387,8 +384,9 @@ def _png_last_idat_dropped() -> bytes:
 
 
 PNG_TRUNCATIONS = {
-    "zlib-stream-ends-early": (_png_ending_early, "is a corrupt PNG file: [^ ]+ has image data that ends early: its "
-                                                  "zlib stream holds 961 of the 230,640 bytes its 320 x 240 pixels need$"),
+    "zlib-stream-ends-early": (_png_ending_early, "is a corrupt PNG file: [^ ]+ has image data that ends early: "
+                                                  "its zlib stream holds 961 of the 230,640 bytes its 320 x 240 "
+                                                  "pixels need$"),
     "zlib-stream-ends-early-then-bytes": (lambda: _png_ending_early(trailing=5000), "has image data that ends early"),
     "zlib-stream-cut": (_png_stream_cut_in_half, "does not decode \\(OSError: image file is truncated"),
     "last-idat-chunk-dropped": (_png_last_idat_dropped, "does not decode \\(OSError: image file is truncated"),

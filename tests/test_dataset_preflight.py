@@ -329,7 +329,8 @@ def test_text_that_cannot_be_encoded_as_utf8_is_refused_in_every_field_at_once(s
         + " (got 'Which digit?\\ud800')",
         "questions.jsonl:1 user 0 question 0_q_2: questions[1].answer: [1] " + NOT_UTF8.format(1),
         "questions.jsonl:1 user 0 question 0_q_3: questions[2].evidence[0]: explanation.image " + NOT_UTF8.format(1),
-        "questions.jsonl:1 user 0 question 0_q_4: questions[3].difficulty: " + NOT_UTF8.format(5) + " (got 'hard\\ud800')",
+        "questions.jsonl:1 user 0 question 0_q_4: questions[3].difficulty: " + NOT_UTF8.format(5)
+        + " (got 'hard\\ud800')",
         "questions.jsonl:1 user 0 question 0_q_5: questions[4].language: " + NOT_UTF8.format(1) + " (got '\\ud800')",
         "questions.jsonl:1 user 0 question 0_q_6: questions[5].question_format: " + NOT_UTF8.format(5)
         + " (got 'open\\ud800')",
@@ -337,7 +338,8 @@ def test_text_that_cannot_be_encoded_as_utf8_is_refused_in_every_field_at_once(s
         + " (got '2_q_1\\ud800')",
         "questions.jsonl:3 user 2 question 2_q_2: questions[1].answer: " + NOT_UTF8.format(5) + " (got 'blue\\ud800')",
         "questions.jsonl:3 user 2 question 2_q_3: questions[2].evidence[0]: key ['\\ud800'] " + NOT_UTF8.format(1),
-        "questions.jsonl:3 user 2 question 2_q_4: questions[3].question_type: " + NOT_UTF8.format(1) + " (got '\\ud800')",
+        "questions.jsonl:3 user 2 question 2_q_4: questions[3].question_type: " + NOT_UTF8.format(1)
+        + " (got '\\ud800')",
         "data.jsonl:1 user 0 session 0_1 turn 1: content " + NOT_UTF8.format(6),
         f"data.jsonl:2 user 1 session 1_2 turn 3: image reference {reference + SURROGATE!r} "
         + NOT_UTF8.format(len(reference) + 1),

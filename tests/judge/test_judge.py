@@ -72,7 +72,8 @@ async def test_a_reply_in_words_is_read_or_is_a_judge_gap_of_its_kind(sim, reply
         label is not None, label, kind, decided_by)
     assert judgment.raw_reply == reply and len(sim.requests) == 1
     if kind == "ambiguous judge reply":
-        assert judgment.error == "the judge's reply has no JSON label and its words give both verdicts, CORRECT and WRONG"
+        assert judgment.error == ("the judge's reply has no JSON label and its words give both verdicts, "
+                                  "CORRECT and WRONG")
 
 
 def test_judge_settings_are_a_credential_free_whitelist():
