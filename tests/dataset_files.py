@@ -14,7 +14,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    """One record a line; a lone surrogate (not UTF-8) is written as its JSON escape `\\ud800`."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+                            + "\n" for r in records), encoding="utf-8")
 
 
 def refusal(root: Path, **kwargs) -> list[str]:

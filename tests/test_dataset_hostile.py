@@ -17,6 +17,7 @@ import unicodedata
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -24,6 +25,7 @@ from conftest import ROOT
 from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.dataset_checks import MAX_TURN_TEXT_CHARS
 from mobilemem.errors import DatasetError
+from mobilemem.images import inspect_image
 
 ALLOWED_PREFIXES = ("data.jsonl:", "questions.jsonl:", "image/", "--users:")
 HUGE = 4 * 1024 * 1024  # characters: a multi-MB string
@@ -250,14 +252,15 @@ def _encoded(fmt: str, size: tuple[int, int] = (32, 24), **kwargs) -> bytes:
     return out.getvalue()
 
 
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
 def _png_declaring(width: int, height: int) -> bytes:
     """A tiny PNG whose header (with valid CRCs) declares `width` x `height` pixels."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", zlib.compress(b""))
+            + _png_chunk(b"IEND", b""))
 
 
 def _gif_bomb() -> bytes:
@@ -323,6 +326,105 @@ def test_every_bad_image_is_listed_once_and_refused(sample_copy):
         hits = [p for p in problems if where in p]
         assert len(hits) == 1 and re.search(reason, hits[0]), (kind, hits)
     assert len(problems) == len(BAD_IMAGES)
+
+
+def _png_parts(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, body) of every chunk of a PNG file."""
+    parts, pos = [], 8
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        parts.append((kind, data[pos + 8:pos + 8 + length]))
+        pos += 12 + length
+    return parts
+
+
+def _noisy_png(**kwargs) -> bytes:
+    """A 320 x 240 PNG by Pillow, noisy enough that its zlib stream spans several IDAT chunks."""
+    pixels = np.random.default_rng(1).integers(0, 255, (240, 320, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG", **kwargs)
+    return out.getvalue()
+
+
+def _png_rebuilt(data: bytes, idat: bytes | None = None, keep=lambda kind, i: True) -> bytes:
+    """`data` with its IDAT chunks replaced by one holding `idat` (if given), or only the chunks
+    `keep` keeps; every chunk is written with a correct CRC."""
+    parts = _png_parts(data)
+    if idat is not None:
+        first = next(i for i, (kind, _) in enumerate(parts) if kind == b"IDAT")
+        parts = [p for p in parts[:first] if p[0] != b"IDAT"] + [(b"IDAT", idat)] + [
+            p for p in parts[first:] if p[0] != b"IDAT"]
+    return b"\x89PNG\r\n\x1a\n" + b"".join(_png_chunk(kind, body) for i, (kind, body) in enumerate(parts)
+                                           if keep(kind, i))
+
+
+def _png_stream(data: bytes) -> bytes:
+    return b"".join(body for kind, body in _png_parts(data) if kind == b"IDAT")
+
+
+def _png_ending_early(trailing: int = 0) -> bytes:
+    """A complete zlib stream that holds only the first of 240 filtered rows (then `trailing` bytes
+    of the original stream): the exact "zlib stream ends early" case, which Pillow's load()
+    accepts, leaving the other 239 rows black."""
+    data = _noisy_png()
+    stream = _png_stream(data)
+    return _png_rebuilt(data, idat=zlib.compress(zlib.decompress(stream)[:1 + 320 * 3]) + stream[:trailing])
+
+
+def _png_stream_cut_in_half() -> bytes:
+    data = _noisy_png()
+    stream = _png_stream(data)
+    return _png_rebuilt(data, idat=stream[:len(stream) // 2])
+
+
+def _png_last_idat_dropped() -> bytes:
+    data = _noisy_png()
+    last = max(i for i, (kind, _) in enumerate(_png_parts(data)) if kind == b"IDAT")
+    return _png_rebuilt(data, keep=lambda kind, i: i != last)
+
+
+PNG_TRUNCATIONS = {
+    "zlib-stream-ends-early": (_png_ending_early, "is a corrupt PNG file: [^ ]+ has image data that ends early: "
+                                                  "its zlib stream holds 961 of the 230,640 bytes its 320 x 240 "
+                                                  "pixels need$"),
+    "zlib-stream-ends-early-then-bytes": (lambda: _png_ending_early(trailing=5000), "has image data that ends early"),
+    "zlib-stream-cut": (_png_stream_cut_in_half, "does not decode \\(OSError: image file is truncated"),
+    "last-idat-chunk-dropped": (_png_last_idat_dropped, "does not decode \\(OSError: image file is truncated"),
+    "no-idat-chunk": (lambda: _png_rebuilt(_noisy_png(), keep=lambda kind, i: kind != b"IDAT"),
+                      "is a corrupt PNG file"),
+    "cut-inside-idat": (lambda: _noisy_png()[:len(_noisy_png()) // 2], "truncated PNG file"),
+    "no-iend": (lambda: _noisy_png()[:-12], "truncated PNG file"),
+}
+
+
+def test_truncated_pngs_are_refused_one_line_each(sample_copy):
+    """Every way a PNG can end early; those rebuilt keep a valid chunk structure with correct CRCs."""
+    with Image.open(io.BytesIO(_png_ending_early())) as img:
+        img.load()  # Pillow itself raises nothing here: the check is the runner's
+    users = _jsonl(sample_copy / "data.jsonl")
+    turns = [(u["uuid"], s["session_id"], t) for u in users for s in u["sessions"] for t in s["dialogue"]
+             if t["content_type"] == "image"]
+    expected = {}
+    for (uid, sid, turn), (kind, (make, reason)) in zip(turns, PNG_TRUNCATIONS.items()):
+        [path] = (sample_copy / "image" / f"uid{uid}").rglob(Path(turn["image_inline"]).name)
+        path.write_bytes(make())
+        expected[kind] = (f"user {uid} session {sid} turn {turn['turn']}: image {turn['image_inline']!r} ", reason)
+    problems = _problems(sample_copy)
+    assert len(problems) == len(PNG_TRUNCATIONS), problems
+    for kind, (where, reason) in expected.items():
+        [hit] = [p for p in problems if where in p]
+        assert re.search(reason, hit), (kind, hit)
+
+
+def test_pngs_as_pillow_writes_them_are_accepted(tmp_path):
+    images = {"rgb": _noisy_png(), "optimized": _noisy_png(optimize=True), "fast": _noisy_png(compress_level=1)}
+    for mode in ("1", "L", "P", "LA", "RGBA", "I;16"):
+        out = io.BytesIO()
+        Image.new(mode, (37, 11)).save(out, format="PNG")
+        images[mode] = out.getvalue()
+    for name, data in images.items():
+        (tmp_path / f"{name}.png").write_bytes(data)
+        assert inspect_image(tmp_path / f"{name}.png").format == "PNG", name
 
 
 def test_lowered_bomb_limit_refuses_every_image_once(sample_root, monkeypatch):

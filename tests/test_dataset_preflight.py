@@ -8,6 +8,8 @@ problem lines `load_dataset` reports: one printable line each, all of them at on
 
 import base64
 import io
+import json
+import os
 import random
 import unicodedata
 from pathlib import Path
@@ -158,10 +160,14 @@ async def test_the_longest_message_id_fits_remes_attachment_name_and_one_more_do
 def test_a_session_id_too_long_for_remes_image_file_name_is_refused(sample_copy):
     users = _jsonl(sample_copy / "data.jsonl")
     longest = "s" * (MAX_MESSAGE_ID_CHARS - len("-t5"))
+    sid = longest[:-1] + "2x"  # one character more
     _session(users, "0_1")["session_id"] = longest  # turns 3 and 5 are images: both fit
-    _session(users, "0_2")["session_id"] = longest[:-1] + "2x"  # one character more
+    _session(users, "0_2")["session_id"] = sid
     _write_jsonl(sample_copy / "data.jsonl", users)
-    sid = longest[:-1] + "2x"
+    questions = _jsonl(sample_copy / "questions.jsonl")
+    for item in (item for q in questions[0]["questions"] for item in q["evidence"]):  # the evidence follows
+        item["session_id"] = {"0_1": longest, "0_2": sid}.get(item["session_id"], item["session_id"])
+    _write_jsonl(sample_copy / "questions.jsonl", questions)
     assert _problems(sample_copy) == [
         f"data.jsonl:1 user 0 session {sid} turn {turn}: message id <session_id>-t<turn> is "
         f"{MAX_MESSAGE_ID_CHARS + 1} characters, more than the {MAX_MESSAGE_ID_CHARS} that fit in the name of the "
@@ -281,3 +287,110 @@ def test_every_problem_of_this_kind_is_listed_together(sample_copy):
     assert len(problems) == len(fragments), problems
     for fragment in fragments:
         assert sum(fragment in p for p in problems) == 1, (fragment, problems)
+
+
+# ---------------------------------------------------------------- text that cannot be encoded as UTF-8
+
+SURROGATE = "\ud800"  # legal JSON ("\ud800"), half of a UTF-16 pair: no file or request can hold it
+NOT_UTF8 = ("cannot be encoded as UTF-8: a lone surrogate \\ud800 at character {} (half of a UTF-16 pair, such as a "
+            "cut emoji)")
+
+
+def test_text_that_cannot_be_encoded_as_utf8_is_refused_in_every_field_at_once(sample_copy):
+    """Each field reaches a file or a request: job.json and the answer request (question), the judge's
+    request and fingerprint (answers, evidence), results.jsonl and summary.json (difficulty,
+    language, format), ReMe's notes and the memory fingerprint (turns, image ids, session times)."""
+    questions = _jsonl(sample_copy / "questions.jsonl")
+    first, third = questions[0]["questions"], questions[2]["questions"]
+    first[0]["question"] = "Which digit?" + SURROGATE
+    first[1]["answer"] = ["purple", SURROGATE]
+    first[2]["evidence"][0]["explanation"]["image"] = SURROGATE + " a photo"
+    first[3]["difficulty"] = "hard" + SURROGATE
+    first[4]["language"] = SURROGATE
+    first[5]["question_format"] = "open" + SURROGATE
+    third[0]["question_id"] = "2_q_1" + SURROGATE
+    third[1]["answer"] = "blue" + SURROGATE
+    third[2]["evidence"][0][SURROGATE] = "an unknown field"
+    third[3]["question_type"] = SURROGATE
+    _write_jsonl(sample_copy / "questions.jsonl", questions)
+    users = _jsonl(sample_copy / "data.jsonl")
+    _session(users, "0_1")["dialogue"][0]["content"] = "Today" + SURROGATE
+    reference = _session(users, "1_2")["dialogue"][2]["image_inline"]
+    _session(users, "1_2")["dialogue"][2]["image_inline"] += SURROGATE  # user 1 is scheduled: its images are checked
+    _session(users, "1_3")["event_start_time"] += SURROGATE
+    _session(users, "2_2")["session_id"] = SURROGATE
+    _write_jsonl(sample_copy / "data.jsonl", users)
+    problems = _problems(sample_copy)
+    assert problems == [
+        "data.jsonl:2 user 1 session 1_3: sessions[2].event_start_time: " + NOT_UTF8.format(20)
+        + " (got '2024-03-24 19:15:00\\ud800')",
+        "data.jsonl:3 user 2 session #2: sessions[1].session_id: " + NOT_UTF8.format(1) + " (got '\\ud800')",
+        "questions.jsonl:1 user 0 question 0_q_1: questions[0].question: " + NOT_UTF8.format(13)
+        + " (got 'Which digit?\\ud800')",
+        "questions.jsonl:1 user 0 question 0_q_2: questions[1].answer: [1] " + NOT_UTF8.format(1),
+        "questions.jsonl:1 user 0 question 0_q_3: questions[2].evidence[0]: explanation.image " + NOT_UTF8.format(1),
+        "questions.jsonl:1 user 0 question 0_q_4: questions[3].difficulty: " + NOT_UTF8.format(5)
+        + " (got 'hard\\ud800')",
+        "questions.jsonl:1 user 0 question 0_q_5: questions[4].language: " + NOT_UTF8.format(1) + " (got '\\ud800')",
+        "questions.jsonl:1 user 0 question 0_q_6: questions[5].question_format: " + NOT_UTF8.format(5)
+        + " (got 'open\\ud800')",
+        "questions.jsonl:3 user 2 question #1: questions[0].question_id: " + NOT_UTF8.format(6)
+        + " (got '2_q_1\\ud800')",
+        "questions.jsonl:3 user 2 question 2_q_2: questions[1].answer: " + NOT_UTF8.format(5) + " (got 'blue\\ud800')",
+        "questions.jsonl:3 user 2 question 2_q_3: questions[2].evidence[0]: key ['\\ud800'] " + NOT_UTF8.format(1),
+        "questions.jsonl:3 user 2 question 2_q_4: questions[3].question_type: " + NOT_UTF8.format(1)
+        + " (got '\\ud800')",
+        "data.jsonl:1 user 0 session 0_1 turn 1: content " + NOT_UTF8.format(6),
+        f"data.jsonl:2 user 1 session 1_2 turn 3: image reference {reference + SURROGATE!r} "
+        + NOT_UTF8.format(len(reference) + 1),
+    ]
+
+
+def test_a_valid_pair_of_surrogate_escapes_is_one_character_and_accepted(sample_copy):
+    questions = _jsonl(sample_copy / "questions.jsonl")
+    questions[0]["questions"][0]["question"] += " \U0001F600"
+    (sample_copy / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    assert "\\ud83d\\ude00" in (sample_copy / "questions.jsonl").read_text(encoding="utf-8")  # ensure_ascii escapes it
+    job = load_dataset(sample_copy).users[0].questions[0]
+    assert job.question.endswith(" \U0001F600")
+
+
+def test_an_image_whose_folder_is_not_utf8_on_disk_is_refused(sample_copy):
+    """The resolved path is written to the run's files (the memory fingerprint, errors.jsonl)."""
+    folder = os.path.join(os.fsencode(sample_copy / "image" / "uid0"), b"fotos\xff")
+    os.mkdir(folder)
+    [path] = (sample_copy / "image" / "uid0").rglob("0_event_1_1.png")
+    path.rename(os.fsdecode(os.path.join(folder, b"0_event_1_1.png")))
+    assert _problems(sample_copy) == [
+        "data.jsonl:1 user 0 session 0_1 turn 3: image 'image/uid0/camera photos/0_event_1_1.png' resolves to "
+        "image/uid0/fotos\\udcff/0_event_1_1.png, whose path is not UTF-8"]
+
+
+# ---------------------------------------------------------------- evidence names the user's sessions
+
+
+def test_evidence_naming_a_session_the_user_does_not_have_is_refused(sample_copy):
+    """Attribution looks for the evidence sessions among the user's own (another user's is no better)."""
+    questions = _jsonl(sample_copy / "questions.jsonl")
+    questions[0]["questions"][0]["evidence"][0]["session_id"] = "0_9"
+    questions[1]["questions"][4]["evidence"][1]["session_id"] = "2_1"  # a question that is not evaluated
+    questions[2]["questions"][0]["evidence"][0]["session_id"] = "2_1\n" + "x" * 300
+    questions[2]["questions"][1]["evidence"][0]["session_id"] = None  # names no session: nothing to check
+    del questions[2]["questions"][2]["evidence"][0]["session_id"]
+    _write_jsonl(sample_copy / "questions.jsonl", questions)
+    assert _problems(sample_copy) == [
+        "questions.jsonl:1 user 0 question 0_q_1: questions[0].evidence[0].session_id: names session '0_9', which "
+        "user 0 does not have in data.jsonl",
+        "questions.jsonl:2 user 1 question 1_q_5: questions[4].evidence[1].session_id: names session '2_1', which "
+        "user 1 does not have in data.jsonl",
+        "questions.jsonl:3 user 2 question 2_q_1: questions[0].evidence[0].session_id: names session "
+        f"{('2_1' + chr(10) + 'x' * 196)!r}... (304 characters), which user 2 does not have in data.jsonl",
+    ]
+
+
+def test_evidence_is_not_checked_against_a_user_whose_session_ids_are_invalid(sample_copy):
+    users = _jsonl(sample_copy / "data.jsonl")
+    _session(users, "0_1")["session_id"] = "0 1"
+    _write_jsonl(sample_copy / "data.jsonl", users)
+    [problem] = _problems(sample_copy)  # not also the evidence naming 0_1
+    assert problem.startswith("data.jsonl:1 user 0 session #1: sessions[0].session_id: must be 1-128 letters")

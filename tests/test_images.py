@@ -17,6 +17,7 @@ from mobilemem.images import (
     reference_basename,
 )
 from mobilemem.jpeg_markers import jpeg_structure_problem
+from mobilemem.png_data import CHANNELS, filtered_size, png_data_problem
 
 
 def _save(img: Image.Image, path, fmt: str, **kwargs) -> None:
@@ -221,3 +222,44 @@ def test_inspect_images_agrees_with_inspect_image_and_keeps_the_bomb_limit(tmp_p
         copy.write_bytes(paths[0].read_bytes())
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 96 * 64 - 1)  # the warning band: refused, from threads too
     assert all("decompression-bomb" in str(r) for r in inspect_images(copies).values())
+
+
+def _handmade_png(width: int, height: int, depth: int, colour: int, interlaced: bool, size_change: int = 0) -> bytes:
+    """A PNG written by hand (Pillow writes no interlaced PNG): all-zero filtered rows, as many bytes
+    as `filtered_size` says plus `size_change`."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    bits = CHANNELS[colour] * depth
+    rows = b"\0" * (filtered_size(width, height, bits, interlaced) + size_change)
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, int(interlaced))
+    palette = chunk(b"PLTE", b"\0\0\0" * 2 ** depth) if colour == 3 else b""
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + palette + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("interlaced", [False, True], ids=["progressive", "adam7"])
+@pytest.mark.parametrize(("width", "height"), [(1, 1), (3, 5), (9, 9), (37, 11), (640, 3)])
+@pytest.mark.parametrize(("depth", "colour"), [(1, 0), (8, 2), (16, 6), (4, 3), (8, 4)])
+def test_png_image_data_is_exactly_what_the_header_needs(tmp_path, width, height, depth, colour, interlaced):
+    """Whole data decodes and passes (so `filtered_size` never asks for more than Pillow reads); a
+    byte less, or a row less, is refused: Pillow's load() accepts most data that ends at a row's end."""
+    path = tmp_path / "x.png"
+    path.write_bytes(_handmade_png(width, height, depth, colour, interlaced))
+    assert inspect_image(path).format == "PNG"
+    assert png_data_problem(path.read_bytes()) is None
+    row = 1 + (width * CHANNELS[colour] * depth + 7) // 8
+    for short in (1, row):
+        path.write_bytes(_handmade_png(width, height, depth, colour, interlaced, size_change=-short))
+        with pytest.raises(ImageProblem, match=r"^is a corrupt PNG file: x.png (has image data that ends|does not)"):
+            inspect_image(path)
+
+
+def test_png_filtered_sizes_follow_the_png_specification():
+    assert filtered_size(320, 240, 24, False) == 240 * (1 + 960)
+    assert filtered_size(10, 1, 1, False) == 1 + 2  # 10 one-bit pixels fill 2 bytes
+    # Adam7 on 8 x 8 one-byte pixels: passes of 1x1, 1x1, 2x1, 2x2, 4x2, 4x4, 8x4 pixels
+    assert filtered_size(8, 8, 8, True) == (1 + 1) + (1 + 1) + (1 + 2) + 2 * (1 + 2) + 2 * (1 + 4) + 4 * (1 + 4) \
+        + 4 * (1 + 8)
+    assert filtered_size(1, 1, 8, True) == 2  # only the first pass holds a pixel
+    assert png_data_problem(b"\x89PNG\r\n\x1a\n") == "has no valid IHDR chunk"

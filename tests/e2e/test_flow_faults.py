@@ -11,6 +11,7 @@ from prefect.client.orchestration import get_client
 
 from conftest import ROOT
 from e2e.runs import API_KEY, errors, run_cli, summary
+from mobilemem.dataset import load_dataset
 from mobilemem.records import (
     AnswerResponseFile,
     ErrorFile,
@@ -21,6 +22,7 @@ from mobilemem.records import (
     SessionFile,
 )
 from mobilemem.rundir import read_lines, read_record
+from mobilemem.simulator import FaultRule
 
 sys.path.insert(0, str(ROOT / "examples"))
 from generate_sample import generate  # noqa: E402
@@ -251,3 +253,33 @@ def test_a_lost_prefect_api_after_the_work_is_a_cleanup_error_not_a_lost_run(sam
     s = summary(run)
     assert s.scored == 3 and s.cleanup_error_count == 1 and s.state == "completed"
     assert "Prefect API went away" in run.cleanup_errors.read_text()
+
+
+def test_a_judge_reply_giving_both_verdicts_is_a_judge_gap_of_its_own_kind(sample_root, simulator, tmp_path,
+                                                                           monkeypatch):
+    """The kind flows from the judge to judgment.json, error.json, errors.jsonl and the summary's gap
+    counts; a reply in words that negates CORRECT is read as WRONG, not as CORRECT."""
+    questions = load_dataset(sample_root).users[0].questions
+    simulator.reset()
+    simulator.faults = [
+        FaultRule(role="judge", contains=questions[0].question, kind="text",
+                  text="The correct answer is nine, so the generated answer is wrong."),
+        FaultRule(role="judge", contains=questions[1].question, kind="text",
+                  text="The generated answer is not correct."),
+    ]
+    try:
+        code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path / "out", "--users", "0",
+                            candidate="no-memory")
+    finally:
+        simulator.reset()
+    assert code == 0
+    ambiguous, negated = (run.user(0).question(q.question_id) for q in questions[:2])
+    judgment = read_record(ambiguous.judgment, JudgmentFile)
+    assert (judgment.success, judgment.label, judgment.decided_by) == (False, None, "words")
+    gap = read_record(ambiguous.error, ErrorFile)
+    assert (gap.stage, gap.reason) == ("judge", "ambiguous judge reply") and not ambiguous.metrics.exists()
+    [line] = [e for e in errors(run) if e.id == gap.error_id]
+    assert line.error_type == "ambiguous judge reply"
+    assert read_record(negated.judgment, JudgmentFile).label == "WRONG"
+    s = summary(run)
+    assert s.gaps == {"judge": {"ambiguous judge reply": 1}} and s.scored == s.expected - 1

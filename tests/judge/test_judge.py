@@ -59,6 +59,23 @@ async def test_failures_are_judge_gaps_not_zero(sim, kind, reason):
     assert len(sim.requests) == 1
 
 
+@pytest.mark.parametrize(("reply", "label", "kind", "decided_by"), [
+    ("The generated answer is not correct.", "WRONG", None, "words"),
+    ("The correct answer is red, so the generated answer is wrong.", None, "ambiguous judge reply", "words"),
+    ('It is not correct at all.\n{"label": "CORRECT"}', "CORRECT", None, "embedded_json"),
+    ("I cannot tell.", None, "unparseable reply", None),
+])
+async def test_a_reply_in_words_is_read_or_is_a_judge_gap_of_its_kind(sim, reply, label, kind, decided_by):
+    sim.faults = [FaultRule(role="judge", contains="", kind="text", text=reply)]
+    judgment, _ = await _judge(sim, "The colour is red.")
+    assert (judgment.success, judgment.label, judgment.error_kind, judgment.decided_by) == (
+        label is not None, label, kind, decided_by)
+    assert judgment.raw_reply == reply and len(sim.requests) == 1
+    if kind == "ambiguous judge reply":
+        assert judgment.error == ("the judge's reply has no JSON label and its words give both verdicts, "
+                                  "CORRECT and WRONG")
+
+
 def test_judge_settings_are_a_credential_free_whitelist():
     env = {"LLM_API_KEY": "sk-cand-PLANTED-111111", "LLM_BASE_URL": "https://cand.invalid/v1",
            "JUDGE_API_KEY": "sk-judge-PLANTED-222222", "JUDGE_BASE_URL": "https://judge.invalid/v1",

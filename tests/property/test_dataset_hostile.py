@@ -10,9 +10,12 @@ import io
 import json
 import os
 import shutil
+import struct
 import unicodedata
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -66,11 +69,16 @@ def _write(root: Path, originals: dict[str, list[bytes]], **replaced: bytes) -> 
 
 
 def _outcome(root: Path) -> tuple[Dataset | None, list[str]]:
-    """(dataset, []) or (None, problems), checking the problem-line invariant; anything else escapes."""
+    """(dataset, []) or (None, problems), checking the problem-line invariant and that an accepted
+    dataset's views can be written; anything else escapes."""
     try:
-        return load_dataset(root), []
+        dataset = load_dataset(root)
     except DatasetError as exc:
         problems = exc.problems
+    else:  # what preflight accepts can be written: every view is what job.json, requests and records hold
+        for view in [*dataset.users, *dataset.judge_questions.values()]:
+            view.model_dump_json().encode("utf-8")
+        return dataset, []
     assert problems
     for problem in problems:
         assert problem.startswith(ALLOWED_PREFIXES) or problem.startswith(str(root)), problem[:300]
@@ -356,6 +364,34 @@ def test_inspecting_corrupted_image_bytes_only_raises_image_problem(tmp_path_fac
         assert info.format in SUPPORTED_FORMATS
 
 
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+PNG_HEADER = struct.pack(">IIBBBBB", 24, 16, 8, 2, 0, 0, 0)  # 24 x 16 RGB, 8 bits, not interlaced
+ROW = 1 + 24 * 3  # a filter byte, then 24 RGB pixels
+PNG_ROWS = bytes(np.random.default_rng(3).integers(0, 5, 16 * ROW, dtype=np.uint8))  # filter bytes 0-4 are valid
+
+
+@HOSTILE
+@given(rows=st.integers(0, 15), extra=st.integers(0, ROW - 1) | st.just(0), cut_stream=st.booleans(),
+       level=st.integers(0, 9))
+def test_a_png_holding_part_of_its_image_data_is_refused(tmp_path_factory, rows, extra, cut_stream, level):
+    """Any prefix of the filtered rows as a complete zlib stream, or the whole stream cut off, in
+    chunks with correct CRCs: refused (Pillow's load() accepts a stream ending at a row's end)."""
+    kept = rows * ROW + extra
+    whole = zlib.compress(PNG_ROWS, level)
+    stream = whole[:kept * len(whole) // len(PNG_ROWS)] if cut_stream else zlib.compress(PNG_ROWS[:kept], level)
+    path = tmp_path_factory.getbasetemp() / "partial.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", PNG_HEADER) + _png_chunk(b"IDAT", stream)
+                     + _png_chunk(b"IEND", b""))
+    with pytest.raises(ImageProblem, match="^is a corrupt PNG file: partial.png "):
+        inspect_image(path)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", PNG_HEADER) + _png_chunk(b"IDAT", whole)
+                     + _png_chunk(b"IEND", b""))
+    assert inspect_image(path).format == "PNG"  # the whole of it is a valid picture
+
+
 # ---------------------------------------------------------------- ids are file names ReMe accepts
 
 DEVICE_LIKE = st.tuples(st.sampled_from(["CON", "prn", "Aux", "nul", "COM1", "com9", "LPT1", "lpt9", "COM0", "LPT10",
@@ -376,3 +412,87 @@ def test_every_id_the_preflight_accepts_is_a_file_name_reme_accepts(value):
     if id_problem(value) is None:
         assert validate_filename_component(value, kind="session_id") is None, value
         assert len(value) <= 128 and value.isascii() and value.isprintable()
+
+
+# ---------------------------------------------------------------- text that cannot be encoded as UTF-8
+
+LONE_SURROGATES = st.integers(0xD800, 0xDFFF).map(chr)
+NOT_UTF8 = "cannot be encoded as UTF-8: a lone surrogate \\u"
+USER_TEXT = {("sessions", "*", key) for key in ("session_id", "event_start_time", "event_end_time")}
+USER_LITERALS = {("language",), ("sessions", "*", "dialogue", "*", "role"),
+                 ("sessions", "*", "dialogue", "*", "content_type")}
+QUESTION_TEXT = {("questions", "*", key) for key in ("question_id", "question", "answer", "question_type",
+                                                     "question_format", "difficulty", "language")}
+
+
+def _strings(value):
+    """The path of every string value inside `value`."""
+    return [path for path in _paths(value) if isinstance(_at(value, path), str)]
+
+
+def _at(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _expected_naming(record: dict, path: tuple) -> str | None:
+    """What the one problem line must contain, or None when the field is ignored (nothing is refused)."""
+    shape = tuple("*" if isinstance(key, int) else key for key in path)
+    if shape[:1] == ("questions",):
+        i = path[1]
+        if shape[:3] == ("questions", "*", "evidence") and len(path) > 4:
+            return f"questions[{i}].evidence[{path[3]}]: {_field_path(path[4:])} {NOT_UTF8}"
+        if shape == ("questions", "*", "answer", "*"):
+            return f"questions[{i}].answer: [{path[3]}] {NOT_UTF8}"
+        return f"questions[{i}].{path[2]}: {NOT_UTF8}" if shape in QUESTION_TEXT else None
+    if shape in USER_TEXT:
+        return f"sessions[{path[1]}].{path[2]}: {NOT_UTF8}"
+    if shape in USER_LITERALS:
+        return _field_path(path) + ": Input should be"
+    if shape[-1:] in {("content",), ("image_inline",)} and shape[:3] == ("sessions", "*", "dialogue"):
+        session, turn = record["sessions"][path[1]], record["sessions"][path[1]]["dialogue"][path[3]]
+        field = "content" if path[-1] == "content" else "image reference"
+        return f"session {session['session_id']} turn {turn['turn']}: {field} "
+    return None
+
+
+def _field_path(path: tuple) -> str:
+    return "".join(f"[{key}]" if isinstance(key, int) else (f".{key}" if i else key) for i, key in enumerate(path))
+
+
+@HOSTILE
+@given(which=st.sampled_from(["data", "questions"]), surrogate=LONE_SURROGATES, data=st.data())
+def test_a_lone_surrogate_in_any_text_field_is_one_problem_naming_it(scratch, originals, which, surrogate, data):
+    """A lone surrogate (legal JSON, e.g. a cut emoji) anywhere in a text the runner reads is refused
+    in exactly one line naming the file, line and field; in a field the runner ignores it changes
+    nothing. Whatever preflight accepts can be written (`_outcome`)."""
+    name = f"{which}.jsonl"
+    index = data.draw(st.integers(0, len(originals[name]) - 1), label="line")
+    record = json.loads(originals[name][index])
+    path = data.draw(st.sampled_from(_strings(record)), label="path")
+    *parents, last = path
+    holder = _at(record, parents)
+    in_key = isinstance(last, str) and data.draw(st.booleans(), label="in the key")
+    text = last if in_key else holder[last]
+    at = data.draw(st.integers(0, len(text)), label="at")
+    changed = text[:at] + surrogate + text[at:]
+    naming = _expected_naming(record, tuple(path))
+    if in_key:
+        holder[changed] = holder.pop(last)
+        evidence = path[0] == "questions" and len(path) > 4 and path[2] == "evidence"
+        if naming is not None and not evidence:
+            assume(False)  # a renamed field of a record is a missing field: covered by the mutation test
+        naming = f"questions[{path[1]}].evidence[{path[3]}]: key " if evidence else None
+    else:
+        holder[last] = changed
+    lines = list(originals[name])
+    lines[index] = json.dumps(record).encode()  # ensure_ascii: the surrogate is written as its escape
+    _write(scratch, originals, **{which: b"\n".join(lines) + b"\n"})
+
+    dataset, problems = _outcome(scratch)
+    if naming is None:
+        assert dataset is not None, (path, problems)
+        return
+    assert len(problems) == 1 and _names_line(problems, name, index + 1), (path, problems)
+    assert naming in problems[0], (path, naming, problems)

@@ -1,8 +1,9 @@
 """The MobileMem judge: one user message, no system prompt, the judge preset (DESIGN §7).
 
 It receives only the question, the references, the evidence and the candidate's final answer,
-never the trajectory. A failed call or an unparseable reply is a judge gap (`success=False`),
-never a 0. Usage is the caller's: its scope sees the request, and it is never the candidate's.
+never the trajectory. A failed call, or a reply that is unparseable or ambiguous
+(`mobilemem_judge.parse`), is a judge gap (`success=False`, `error_kind` its reason), never a 0.
+Usage is the caller's: its scope sees the request, and it is never the candidate's.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import describe
 from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
 from mobilemem.records import DecidedBy, Label
-from mobilemem_judge.parse import parse_label
+from mobilemem_judge.parse import AMBIGUOUS, UNPARSEABLE, parse_label
 from mobilemem_judge.rubric import fill
+
+_GAP_REASONS = {UNPARSEABLE: "the judge's reply has no CORRECT/WRONG label",
+                AMBIGUOUS: "the judge's reply has no JSON label and its words give both verdicts, CORRECT and WRONG"}
 
 
 class Judgment(BaseModel):
@@ -55,6 +59,6 @@ async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatMode
                         error=f"the judge's reply is larger than {max_reply_bytes} bytes")
     parsed = parse_label(raw)
     if parsed.label is None:
-        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw, error_kind="unparseable reply",
-                        error="the judge's reply has no CORRECT/WRONG label")
+        return Judgment(success=False, label=None, decided_by=parsed.decided_by, raw_reply=raw, error_kind=parsed.gap,
+                        error=_GAP_REASONS[parsed.gap or UNPARSEABLE])
     return Judgment(success=True, label=parsed.label, decided_by=parsed.decided_by, raw_reply=raw)

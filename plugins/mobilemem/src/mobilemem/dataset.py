@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mobilemem.dataset_checks import check_sessions, check_unique_ids
+from mobilemem.dataset_checks import check_evidence_sessions, check_sessions, check_unique_ids
 from mobilemem.dataset_records import (
     JsonLine,
     QuestionRecord,
@@ -33,6 +33,7 @@ from mobilemem.dataset_records import (
     validate,
     validate_sessions,
 )
+from mobilemem.dataset_text import text_problem
 from mobilemem.errors import DatasetError
 from mobilemem.images import ImageIndex, ImageInfo, ImageProblem, build_index, inspect_images, printable, quoted
 
@@ -150,8 +151,11 @@ def _candidate_image(user_id: int, ref: str, index: ImageIndex, checked: _Checke
     if isinstance(info, ImageProblem):
         problems.append(f"{where}: image {quoted(ref)} {info}")
         return None
-    dataset_root = index.root.parent
-    return CandidateImage(image_id=ref, path=path.relative_to(dataset_root).as_posix(), format=info.format)
+    relative = path.relative_to(index.root.parent).as_posix()
+    if text_problem(relative):  # a folder name that is not UTF-8 on disk: the path is written to the run's files
+        problems.append(f"{where}: image {quoted(ref)} resolves to {printable(relative)}, whose path is not UTF-8")
+        return None
+    return CandidateImage(image_id=ref, path=relative, format=info.format)
 
 
 def select_questions(record: QuestionsRecord) -> list[tuple[CandidateQuestion, JudgeQuestion]]:
@@ -228,6 +232,7 @@ def _check_records(users: dict[int, _Entry], questions: dict[int, _Entry], probl
         if uid not in users:
             problems.append(f"{entry.line.where} user {uid}: has questions but is not in data.jsonl")
     check_unique_ids([e.line for e in users.values()], [e.line for e in questions.values()], problems)
+    check_evidence_sessions({uid: e.line for uid, e in users.items()}, [e.line for e in questions.values()], problems)
     for entry in users.values():
         check_sessions(entry.line, entry.sessions, problems, max_images=max_session_images)
 

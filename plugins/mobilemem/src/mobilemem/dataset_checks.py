@@ -13,15 +13,24 @@
   `msg-<hex of the message id>-image-1<ext>` (ReMe's auto_memory), at most 255 bytes.
 - A session holds no more images than the candidate's `max_images`: ReMe's auto_memory refuses
   the whole session otherwise.
+- A text turn's content can be encoded as UTF-8 (`mobilemem.dataset_text`), checked here like
+  its length.
+- Evidence names only sessions its user has (`session_id`): attribution looks for them among the
+  user's sessions. Checked only for a user whose session ids are all valid and unique (an invalid
+  or repeated id is a problem of its own, and which id was meant is unknown).
 
 Each problem is one line naming the file, line, user, session or question, like the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from mobilemem.dataset_records import JsonLine, SessionRecord, id_problem
+from mobilemem.dataset_records import JsonLine, SessionRecord, id_problem, item_label
+from mobilemem.dataset_text import text_problem
+from mobilemem.images import quoted
 
 MAX_TURN_TEXT_CHARS = 200_000
 MAX_FILE_NAME_BYTES = 255
@@ -43,11 +52,16 @@ def check_unique_ids(user_lines: Iterable[JsonLine], question_lines: Iterable[Js
     _check_unique(question_lines, "questions", "question_id", "question", problems)
 
 
+def _items(raw: Any, key: str) -> list[Any]:
+    """`raw[key]` when `raw` is an object and that is a list, else []."""
+    items = raw.get(key) if isinstance(raw, dict) else None
+    return items if isinstance(items, list) else []
+
+
 def _check_unique(lines: Iterable[JsonLine], list_key: str, id_key: str, kind: str, problems: list[str]) -> None:
     first: dict[str, tuple[str, str]] = {}  # casefolded id -> (the id, where it first appeared)
     for line in lines:
-        items = line.raw.get(list_key) if isinstance(line.raw, dict) else None
-        for i, item in enumerate(items if isinstance(items, list) else []):
+        for i, item in enumerate(_items(line.raw, list_key)):
             value = item.get(id_key) if isinstance(item, dict) else None
             if not isinstance(value, str) or id_problem(value):
                 continue  # a missing or invalid id is a problem of its own
@@ -80,6 +94,8 @@ def check_sessions(line: JsonLine, sessions: Sequence[SessionRecord], problems: 
             if turn.content_type == "text" and len(turn.content or "") > MAX_TURN_TEXT_CHARS:
                 problems.append(f"{where} turn {turn.turn}: content is {len(turn.content or ''):,} characters, "
                                 f"more than the {MAX_TURN_TEXT_CHARS:,} of {__name__}.MAX_TURN_TEXT_CHARS")
+            if turn.content_type == "text" and (problem := text_problem(turn.content or "")):
+                problems.append(f"{where} turn {turn.turn}: content {problem}")
             if turn.content_type != "image":
                 continue
             images += 1
@@ -92,3 +108,33 @@ def check_sessions(line: JsonLine, sessions: Sequence[SessionRecord], problems: 
         if max_images is not None and images > max_images:
             problems.append(f"{where}: has {images} images, more than the candidate's max_images ({max_images}): "
                             "ReMe's auto_memory would refuse the session")
+
+
+def check_evidence_sessions(user_lines: Mapping[int, JsonLine], question_lines: Iterable[JsonLine],
+                            problems: list[str]) -> None:
+    """Every evidence item whose `session_id` names a session its user does not have, one problem
+    each. Read from the raw lines, so that it is found even when the rest of the record is invalid."""
+    users = {uid: _session_ids(line) for uid, line in user_lines.items()}
+    counts = Counter(sid.casefold() for ids in users.values() for sid in ids or ())
+    for line in question_lines:
+        sessions = users.get(line.uuid) if line.uuid is not None else None
+        if sessions is None or any(counts[sid.casefold()] > 1 for sid in sessions):
+            continue  # no such user, or session ids that are a problem of their own (what was meant is unknown)
+        questions = _items(line.raw, "questions")
+        for i, question in enumerate(questions):
+            for j, item in enumerate(_items(question, "evidence")):
+                named = item.get("session_id") if isinstance(item, dict) else None
+                if not isinstance(named, str) or not named or named in sessions or text_problem(named):
+                    continue  # no session named, or a text problem the record's model reports
+                problems.append(f"{line.where} user {line.uuid} question {item_label(questions, i, 'question_id', str)}"
+                                f": questions[{i}].evidence[{j}].session_id: names session {quoted(named)}, which "
+                                f"user {line.uuid} does not have in data.jsonl")
+
+
+def _session_ids(line: JsonLine) -> list[str] | None:
+    """The user's session ids, or None when its sessions are no list or one of their ids is invalid."""
+    sessions = line.raw.get("sessions") if isinstance(line.raw, dict) else None
+    if not isinstance(sessions, list):
+        return None
+    ids = [s.get("session_id") if isinstance(s, dict) else None for s in sessions]
+    return ids if all(isinstance(i, str) and not id_problem(i) for i in ids) else None

@@ -3,6 +3,7 @@
 Only `mobilemem.dataset` uses these. Fields the runner never uses (profiles, summaries, memory
 points, statistics) are not modelled and so cannot reach any view. Rules that span records (ids
 unique across the dataset, turn numbers, ReMe's file names) are in `mobilemem.dataset_checks`.
+Every modelled text field is encodable as UTF-8 (`mobilemem.dataset_text`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from mobilemem.dataset_text import encodable
 
 MAX_PROBLEMS_PER_LINE = 20
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # always fullmatch: `$` admits a final newline
@@ -81,8 +84,9 @@ def _answer(value: Any) -> Any:
     return value
 
 
-SafeId = Annotated[str, AfterValidator(_safe_id)]
-DatasetTime = Annotated[str, AfterValidator(_dataset_time)]
+Text = Annotated[str, AfterValidator(encodable)]
+SafeId = Annotated[Text, AfterValidator(_safe_id)]
+DatasetTime = Annotated[Text, AfterValidator(_dataset_time)]
 Language = Literal["en", "Chinese"]
 
 
@@ -128,14 +132,14 @@ class UserRecord(_Raw):
 
 class QuestionRecord(_Raw):
     question_id: SafeId
-    question: Annotated[str, AfterValidator(_has_text),
+    question: Annotated[Text, AfterValidator(_has_text),
                         _at_most(MAX_QUESTION_CHARS, "mobilemem.dataset_records.MAX_QUESTION_CHARS")]
-    answer: Annotated[str | list[str], BeforeValidator(_answer)]
-    question_type: str
-    question_format: str | None = None
-    difficulty: str | None = None
-    language: str | None = None
-    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    answer: Annotated[str | list[str], BeforeValidator(_answer), AfterValidator(encodable)]
+    question_type: Text
+    question_format: Text | None = None
+    difficulty: Text | None = None
+    language: Text | None = None
+    evidence: list[Annotated[dict[str, Any], AfterValidator(encodable)]] = Field(default_factory=list)
 
 
 class QuestionsRecord(_Raw):
@@ -159,7 +163,7 @@ class JsonLine:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _index_label(items: Any, i: int, key: str, kind: type) -> str:
+def item_label(items: Any, i: int, key: str, kind: type) -> str:
     """The item's own id (`key`) if it is valid (right type; a safe id for strings), else its 1-based position."""
     value = items[i].get(key) if isinstance(items, list) and isinstance(items[i], dict) else None
     if isinstance(value, str) and not _SAFE_ID.fullmatch(value):
@@ -172,12 +176,12 @@ def _context(raw: Any, loc: tuple[Any, ...]) -> str:
     try:
         if loc[:1] == ("sessions",) and isinstance(loc[1], int):
             session = raw["sessions"][loc[1]]
-            text = f" session {_index_label(raw['sessions'], loc[1], 'session_id', str)}"
+            text = f" session {item_label(raw['sessions'], loc[1], 'session_id', str)}"
             if loc[2:3] == ("dialogue",) and len(loc) > 3 and isinstance(loc[3], int):
-                text += f" turn {_index_label(session['dialogue'], loc[3], 'turn', int)}"
+                text += f" turn {item_label(session['dialogue'], loc[3], 'turn', int)}"
             return text
         if loc[:1] == ("questions",) and isinstance(loc[1], int):
-            return f" question {_index_label(raw['questions'], loc[1], 'question_id', str)}"
+            return f" question {item_label(raw['questions'], loc[1], 'question_id', str)}"
     except (KeyError, IndexError, TypeError):
         pass
     return ""

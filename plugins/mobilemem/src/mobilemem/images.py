@@ -26,7 +26,9 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
+from mobilemem.dataset_text import text_problem
 from mobilemem.jpeg_markers import jpeg_structure_problem
+from mobilemem.png_data import png_data_problem
 
 SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
                      "MPO": "image/png"}
@@ -34,7 +36,8 @@ _PARSED_FORMATS = ["JPEG", "PNG", "WEBP", "GIF"]  # Pillow reads MPO with its JP
 _USER_DIR = re.compile(r"^uid([0-9]+)$")
 MAX_SHOWN_REFERENCE = 200  # characters of a reference quoted in a problem
 DECODE_THREADS = min(4, os.cpu_count() or 1)  # Pillow's decoders release the GIL; at most 4 pictures in memory
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error)  # what a broken stream raises
+# what a broken stream raises (IndexError: PngImagePlugin's verify() on some chunk layouts)
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, IndexError, struct.error)
 
 
 class ImageProblem(Exception):
@@ -98,6 +101,8 @@ def reference_basename(reference: str) -> str:
     """The file name a reference points at; its folder parts are ignored, never followed."""
     if "\x00" in reference or any(ord(ch) < 32 for ch in reference):
         raise ImageProblem(f"image reference {quoted(reference)} contains control characters")
+    if problem := text_problem(reference):
+        raise ImageProblem(f"image reference {quoted(reference)} {problem}")
     name = reference.replace("\\", "/").rsplit("/", 1)[-1]
     if name in {"", ".", ".."}:
         raise ImageProblem(f"image reference {quoted(reference)} names no file")
@@ -213,17 +218,23 @@ def _inspect(path: Path) -> ImageInfo:
 
 def _decode(img: Image.Image, path: Path, fmt: str) -> None:
     """Decode frame 0 in full (never a `draft`): a file can be framed well and still hold a
-    broken stream. PNG chunk CRCs and the JPEG marker structure are checked as well, since
-    Pillow neither reads IDAT CRCs nor reports the corrupt data libjpeg skips over."""
+    broken stream. PNG chunk CRCs and the amount of PNG image data, and the JPEG marker structure,
+    are checked as well, since Pillow reads no IDAT CRC, accepts a zlib stream that ends early
+    (`mobilemem.png_data`) and does not report the corrupt data libjpeg skips over."""
     try:
-        if fmt == "PNG":
+        broken = None
+        if fmt == "PNG" and not img.tile:
+            broken = "has no image data (no IDAT chunk)"  # verify() would raise IndexError
+        elif fmt == "PNG":
             with Image.open(path, formats=["PNG"]) as again:
                 again.verify()
-        if fmt in {"JPEG", "MPO"}:
+        elif fmt in {"JPEG", "MPO"}:
             broken = jpeg_structure_problem(path.read_bytes(), later_frames=fmt != "MPO")
-            if broken:
-                raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} {broken}")
-        img.load()
+        if not broken:
+            img.load()  # what Pillow finds broken, it names
+            broken = png_data_problem(path.read_bytes()) if fmt == "PNG" else None
+        if broken:
+            raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} {broken}")
     except _DECODE_ERRORS as exc:
         reason = printable(str(exc).replace(str(path), path.name))
         raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} does not decode "

@@ -6,7 +6,8 @@ HTTP-level kinds (``http_500``, ``http_429``, ``timeout``, ``reset``, ``malforme
 out by the server; ``rewrite`` turns a policy completion into the faulty one for the others.
 ``wrong_answer`` leaves an answer's tool calls alone and replaces its final text with
 ``WRONG_ANSWER``, which the judge labels WRONG: a run with chosen questions answered wrongly
-(match each question's text with ``contains``).
+(match each question's text with ``contains``). ``text`` replaces a final reply's text with the
+rule's ``text`` (a judge that answers in words, say).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .usage_rules import tool_names
 
 HTTP_KINDS = frozenset({"http_500", "http_429", "http_401_echo", "timeout", "reset", "malformed"})
 REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated",
-                         "tool_call", "wrong_answer"})
+                         "tool_call", "wrong_answer", "text"})
 KINDS = HTTP_KINDS | REPLY_KINDS
 ROLES = frozenset({"ingest", "answer", "judge", "compression", "qa", "plain", "*"})
 TRUNCATED_WORDS = 3
@@ -36,6 +37,7 @@ class FaultRule:
     delay_s: float = 30.0
     tool: str = ""  # kind "tool_call": call this tool ...
     arguments: str = ""  # ... with these raw arguments (hostile paths, huge text, anything)
+    text: str = ""  # kind "text": the final reply's text
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -82,15 +84,17 @@ def main_tool(role: str, body: dict) -> str:
 
 
 def rewrite(kind: str | None, role: str, body: dict, completion: policy.Completion,
-            rule_tool: tuple[str, str] | None = None) -> policy.Completion:
+            rule: FaultRule | None = None) -> policy.Completion:
     """The completion a reply-level fault sends instead of ``completion`` (unchanged otherwise)."""
     final = body.get("tool_choice") == "none"
     if kind == "empty_reply":
         return policy.complete(body, "", finish_reason="stop")
     if kind == "invalid_tool_args":
         return policy.complete(body, tool_calls=[{"name": main_tool(role, body), "arguments": '{"query": '}])
-    if kind == "tool_call" and rule_tool is not None and not final:
-        return policy.complete(body, tool_calls=[{"name": rule_tool[0], "arguments": rule_tool[1]}])
+    if kind == "tool_call" and rule is not None and not final:
+        return policy.complete(body, tool_calls=[{"name": rule.tool, "arguments": rule.arguments}])
+    if kind == "text" and rule is not None and not completion.tool_calls:
+        return policy.complete(body, rule.text)
     if kind == "unknown_tool":
         return policy.complete(body, tool_calls=[{"name": "no_such_tool", "arguments": "{}"}])
     if kind == "endless_tool_calls" and not final:

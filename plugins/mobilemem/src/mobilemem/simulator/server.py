@@ -224,8 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
         if rule is not None and kind == "timeout":
             self.server.simulator._pause(rule.delay_s)
         try:
-            completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body),
-                                             (rule.tool, rule.arguments) if rule else None)
+            completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body), rule)
         except Exception as exc:  # a policy bug must reach the client as a 500, not a hang
             entry.status = 500
             return self._error(500, f"simulator policy failed: {type(exc).__name__}: {exc}", "server_error")
