@@ -21,6 +21,7 @@ from mobilemem.simulator import Simulator, start_simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "deployments"))  # guide_server, the deployment guide's helper
 
 from generate_sample import MARKER, generate  # noqa: E402
 

@@ -1,6 +1,7 @@
 """Helpers for end-to-end runs: the CLI in-process against the shared simulator, and file readers."""
 
 import json
+import subprocess
 from pathlib import Path
 
 from flows.mobilemem import main
@@ -19,6 +20,16 @@ def run_cli(monkeypatch, sim, dataset: Path, output: Path, *extra: str, base_url
     chosen = [] if candidate == DEFAULT_KIND else ["--candidate", candidate]
     code = main(["--dataset", str(dataset), "--output", str(output), *chosen, *extra])
     return code, RunDir.for_output(output, "qwen3.8-max", candidate)
+
+
+def stop_process(process: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace_s`; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def summary(run: RunDir) -> SummaryFile:

@@ -32,6 +32,7 @@ from prefect.client.schemas.filters import (
 )
 
 from browser import CHROMIUM_ARGS, chromium_path, keep_screenshot
+from e2e.runs import stop_process
 from mobilemem.records import RunFile
 from mobilemem.rundir import read_record
 from lifecycle.dashboard import RunIdentity
@@ -102,12 +103,7 @@ def prefect_ui(tmp_path_factory) -> Iterator[str]:
         _wait_until_serving(server, f"{url}/ui-settings", folder / "server.log")
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, grace_s=10)
         log.close()
 
 
