@@ -225,7 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.simulator._pause(rule.delay_s)
         try:
             completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body),
-                                             (rule.tool, rule.arguments) if rule else None)
+                                             (rule.tool, rule.arguments) if rule else None,
+                                             rule.calls if rule else 0)
         except Exception as exc:  # a policy bug must reach the client as a 500, not a hang
             entry.status = 500
             return self._error(500, f"simulator policy failed: {type(exc).__name__}: {exc}", "server_error")
