@@ -8,6 +8,9 @@ selects (role + a substring of the request body), in ways a provider or a model 
 - `no_terminal`: a stream that ends cleanly at the HTTP level with no finish reason and no `[DONE]`;
 - `partial_usage`: a normal reply whose usage reports prompt tokens only;
 - `echo_key`: the reply text carries the request's API key (verbatim, base64, URL-encoded);
+  with `escapes`, the JSON on the wire writes the given characters as the given legal escapes
+  (`\\/`, `\\u002F`, ...; each character's escapes used in turn), in every string of the body or
+  event, and with `nested` also inside tool-call arguments (JSON in a JSON string);
 - `trickle`: a body (streamed or not) that sends a few bytes every `interval_s` for ever (never a
   read timeout);
 - `huge_answer`: a final text of `size` characters.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
+
+from hypothesis import strategies as st
 
 from mobilemem.simulator import policy
 from mobilemem.simulator.usage_rules import completion_payload, stream_events
@@ -40,6 +46,8 @@ class Hostility:
     contains: str = ""
     interval_s: float = 0.5
     size: int = 200_000
+    escapes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (character, its escapes) for the JSON written
+    nested: bool = False
 
     def hits(self, role: str, raw: str) -> bool:
         return self.role in ("*", role) and self.contains in raw
@@ -58,8 +66,89 @@ class Hostile:
         return f"http://{host}:{port}/v1"
 
 
+def _hex(code: int) -> st.SearchStrategy[str]:
+    digits = [st.sampled_from(sorted({d.lower(), d.upper()})) for d in f"{code:04x}"]
+    return st.tuples(*digits).map(lambda ds: "\\u" + "".join(ds))
+
+
+def _writings(char: str) -> st.SearchStrategy[str]:
+    """Every legal JSON writing of one character (as itself where JSON allows, `\\/`, a short
+    escape, `\\uXXXX` in any case, a surrogate pair above U+FFFF)."""
+    code = ord(char)
+    if code > 0xFFFF:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        escaped = st.tuples(_hex(high), _hex(low)).map("".join)
+    else:
+        escaped = _hex(code)
+    short = [json.dumps(char)[1:-1] if char in '"\\' or code < 0x20 else char] + (["\\/"] if char == "/" else [])
+    return st.one_of(st.sampled_from(short), escaped)
+
+
+def escapings(key: str) -> st.SearchStrategy[tuple[tuple[str, tuple[str, ...]], ...]]:
+    """`Hostility.escapes` for `key`: one to three writings of each of its characters, used in turn."""
+    chars = sorted(set(key))
+    return st.tuples(*[st.lists(_writings(c), min_size=1, max_size=3).map(tuple) for c in chars]).map(
+        lambda forms: tuple(zip(chars, forms)))
+
+
+def key_forms(key: str) -> list[str]:
+    url = quote(key, safe="")
+    return [key, base64.b64encode(key.encode()).decode(), url, re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), url)]
+
+
+def _unescaped(text: str) -> str:
+    """`text` with its JSON escapes undone (`\\uXXXX`, `\\/`, `\\"`, `\\\\`), again and again
+    until none is left: a key written escaped (even twice over) shows up as itself."""
+    while True:
+        out = re.sub(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})",
+                     lambda m: (chr(int(m[1], 16)) + chr(int(m[2], 16))).encode("utf-16", "surrogatepass")
+                     .decode("utf-16"), text)
+        out = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), out)
+        out = out.replace("\\/", "/").replace('\\"', '"').replace("\\\\", "\\")
+        if out == text:
+            return out
+        text = out
+
+
+def leaks(key: str, texts: Sequence[str]) -> list[str]:
+    """The forms of `key` (verbatim, base64, URL-encoded) found in `texts`, as written or unescaped."""
+    return [form for text in texts for seen in {text, _unescaped(text)} for form in key_forms(key) if form in seen]
+
+
 def _echo(key: str) -> str:
     return f"My key is {key}, base64 {base64.b64encode(key.encode()).decode()}, url {quote(key, safe='')}."
+
+
+class Escaper:
+    """JSON text in which chosen characters of every string are written as chosen legal escapes."""
+
+    def __init__(self, escapes: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        self._escapes = dict(escapes)
+        self._used = dict.fromkeys(self._escapes, 0)
+
+    def _string(self, text: str) -> str:
+        out = []
+        for char in text:
+            forms = self._escapes.get(char)
+            if forms:
+                out.append(forms[self._used[char] % len(forms)])
+                self._used[char] += 1
+            else:
+                out.append(json.dumps(char)[1:-1])
+        return '"' + "".join(out) + '"'
+
+    def dumps(self, value) -> str:
+        if isinstance(value, str):
+            return self._string(value)
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{self._string(k)}: {self.dumps(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.dumps(v) for v in value) + "]"
+        return json.dumps(value)
+
+
+def _dumps(value, rule: Hostility | None) -> str:
+    return Escaper(rule.escapes).dumps(value) if rule is not None and rule.escapes else json.dumps(value)
 
 
 def _completion(role: str, body: dict, rule: Hostility | None, key: str) -> policy.Completion:
@@ -70,6 +159,8 @@ def _completion(role: str, body: dict, rule: Hostility | None, key: str) -> poli
         if completion.tool_calls:
             calls = [{**c, "arguments": c["arguments"].replace('"content": "', f'"content": "{_echo(key)} ', 1)}
                      for c in completion.tool_calls]
+            if rule.nested:
+                calls = [{**c, "arguments": _dumps(json.loads(c["arguments"]), rule)} for c in calls]
             return policy.complete(body, completion.content, calls)
         return policy.complete(body, f"{completion.content} {_echo(key)}")
     if rule.kind == "huge_answer" and not completion.tool_calls:
@@ -106,12 +197,12 @@ class _Handler(BaseHTTPRequestHandler):
             payload = completion_payload(1, time.time(), body, completion)
             if kind == "partial_usage":
                 payload["usage"] = {"prompt_tokens": completion.usage["prompt_tokens"]}
-            return self._send(json.dumps(payload).encode(), "application/json")
+            return self._send(_dumps(payload, rule).encode(), "application/json")
         events = stream_events(1, time.time(), body, completion)
         if kind == "partial_usage":
             events = [e if "usage" not in e else {**e, "usage": {"prompt_tokens": e["usage"]["prompt_tokens"]}}
                       for e in events]
-        frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+        frames = [f"data: {_dumps(e, rule)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
         if kind == "no_terminal":
             frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events
                       if not any(c.get("finish_reason") for c in e.get("choices") or [])]

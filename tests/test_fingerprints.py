@@ -8,7 +8,7 @@ import pytest
 
 from mobilemem.config import load_config
 from mobilemem.dataset import load_dataset
-from mobilemem.fingerprints import answer_fingerprint, memory_fingerprint
+from mobilemem.fingerprints import ANSWER_ONLY, BASELINE_ONLY, answer_fingerprint, digest, memory_fingerprint
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
 from mobilemem.records import CandidateProvenance
@@ -73,6 +73,32 @@ def test_an_answer_setting_invalidates_answers_not_memories(dataset):
     config = load_config()
     looser = config.model_copy(update={"candidate": config.candidate.model_copy(update={"max_iters": 7})})
     assert _changed(_all(dataset), _all(dataset, config=looser)) == {"answer"}
+
+
+def test_the_tool_call_cap_invalidates_answers_not_memories(dataset):
+    config = load_config()
+    tighter = config.model_copy(update={"candidate": config.candidate.model_copy(update={"max_tool_calls": 8})})
+    before, after = _all(dataset), _all(dataset, config=tighter)
+    assert _changed(before, after) == {"answer"}
+    assert all(after[k] != before[k] for k in before if k[0] == "answer")
+
+
+def test_at_the_default_cap_fingerprints_are_those_of_runs_made_before_it(dataset):
+    """The documents as they were before `max_tool_calls` existed, built by hand."""
+    preset, user = load_config().candidate, dataset.users[0]
+    assert preset.max_tool_calls == 256
+    old_preset = preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *BASELINE_ONLY, "max_tool_calls"})
+    memory = digest({"kind": "memory", "user_id": user.user_id, "language": user.language,
+                     "sessions": [s.model_dump(mode="json") for s in user.sessions],
+                     "image_sizes": {t.image.path: (dataset.root / t.image.path).stat().st_size
+                                     for s in user.sessions for t in s.turns if t.image is not None},
+                     "model": "m", "preset": old_preset, "candidate": PROVENANCE.model_dump(mode="json", exclude={"kind"}),
+                     "frozen_texts": frozen_hashes(), "simulated": False})
+    assert memory_fingerprint(user, dataset.root, "m", preset, PROVENANCE, frozen_hashes(), simulated=False) == memory
+    job = user.questions[0]
+    answer = digest({"kind": "answer", "memory": memory, "question_id": job.question_id, "question": job.question,
+                     "settings": preset.model_dump(mode="json", include=set(ANSWER_ONLY))})
+    assert answer_fingerprint(memory, job, preset) == answer
 
 
 def test_another_answer_text_changes_only_its_judgment(dataset):

@@ -289,6 +289,8 @@ def test_fault_rules_match_role_substring_and_times():
     assert table.select("answer", "kayaking").kind == "truncated"
     with pytest.raises(ValueError, match="unknown fault kind"):
         FaultRule("answer", "", "explode")
+    with pytest.raises(ValueError, match="calls must be >= 1"):
+        FaultRule("answer", "", "many_tool_calls", calls=0)
 
 
 def test_reply_faults_rewrite_the_completion():
@@ -303,6 +305,9 @@ def test_reply_faults_rewrite_the_completion():
     final = {**request, "tool_choice": "none"}
     text = policy.reply("answer", final)
     assert rewrite("endless_tool_calls", "answer", final, text) == text
+    flood = rewrite("many_tool_calls", "answer", request, normal, FaultRule("answer", "", "many_tool_calls", calls=7))
+    assert [c["name"] for c in flood.tool_calls] == ["bm25_search"] * 7
+    assert rewrite("many_tool_calls", "answer", final, text) == text
     cut = rewrite("truncated", "answer", final, policy.complete(final, "The colour is red."))
     assert (cut.content, cut.finish_reason) == ("The colour is", "length")
 

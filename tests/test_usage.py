@@ -1,19 +1,22 @@
 import asyncio
 import base64
 import json
+import string
 
 import httpx
 import openai
 import pytest
 from agentscope.tool import ToolChoice
-from hypothesis import given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
 from mobilemem import usage
 from mobilemem.config import load_config
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import ObservedRequest
 from mobilemem.simulator import FaultRule
+from hostile_endpoint import Escaper, Hostility, escapings, leaks, start_hostile
 from model_calls import complete
 
 CONFIG = load_config()
@@ -215,3 +218,77 @@ def test_a_credential_split_across_stream_deltas_is_removed_and_the_rest_release
     text = "".join(c["delta"].get("content", "") for e in lines for c in e["choices"])
     assert text == "Your key: [redacted], done." and lines[-1]["usage"] is None  # partial usage hidden
     assert out.endswith(b"data: [DONE]\n\n")
+
+
+KEY_CHARACTERS = string.ascii_letters + string.digits + "/+=_-.~\"\\"
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    with start_hostile() as server:
+        yield server
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(KEY_CHARACTERS, min_size=12, max_size=40), st.booleans(), st.data())
+async def test_an_echoed_key_is_removed_however_the_json_on_the_wire_escapes_it(hostile, key, stream, data):
+    assume(any(c.isdigit() for c in key) and any(not c.isalnum() for c in key))  # a key, not a field name
+    hostile.rules = [Hostility(role="*", kind="echo_key", escapes=data.draw(escapings(key)))]
+    endpoint = Endpoint(role="candidate", model="m", base_url=hostile.base_url, api_key=SecretStr(key))
+    model = build_chat_model(endpoint, CONFIG.candidate.model_copy(update={"stream": stream}))
+    try:
+        with usage.scope() as scope:
+            reply = await complete(model, "hello")
+    finally:
+        await close_chat_model(model)
+    read = json.dumps(reply, default=str, ensure_ascii=False)
+    assert leaks(key, [read, json.dumps([r.model_dump(mode="json") for r in scope.requests])]) == []
+    assert read.count("[redacted]") == 3 and scope.requests[0].success  # all three echoes, each removed
+
+
+STRUCTURE = set(string.ascii_letters + string.digits + '_{}[]":, ')
+ANY_KEY = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="«»"), min_size=10, max_size=24)
+
+
+def _wire(key: str, escapes, stream: bool) -> bytes:
+    """A reply echoing `key` twice, in its text and in tool-call arguments (JSON in a JSON string,
+    escaped at both levels), as the JSON on the wire writes it."""
+    text = f"«{key}» «{key}»"
+    arguments = Escaper(escapes).dumps({"content": text})
+    if not stream:
+        message = {"content": text, "tool_calls": [{"index": 0, "function": {"name": "f", "arguments": arguments}}]}
+        return Escaper(escapes).dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+    halves = [(text[:len(text) // 2], arguments[:len(arguments) // 2]), (text[len(text) // 2:], arguments[len(arguments) // 2:])]
+    events = [{"choices": [{"index": 0, "delta": {"content": t, "tool_calls": [{"index": 0, "function": {"arguments": a}}]},
+                            "finish_reason": None}]} for t, a in halves]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return b"".join(f"data: {Escaper(escapes).dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+
+
+def _read(out: bytes, stream: bool) -> tuple[str, str]:
+    """(text, arguments) as the client assembles them from what the rewriter handed on."""
+    if not stream:
+        message = json.loads(out)["choices"][0]["message"]
+        return message["content"], message["tool_calls"][0]["function"]["arguments"]
+    deltas = [json.loads(line[5:])["choices"][0]["delta"] for line in out.split(b"\n") if line.startswith(b"data: {")]
+    calls = [c for d in deltas for c in d.get("tool_calls", [])]
+    return "".join(d.get("content", "") for d in deltas), "".join(c["function"]["arguments"] for c in calls)
+
+
+@given(ANY_KEY, st.booleans(), st.data())
+def test_any_key_in_any_legal_escaping_leaves_valid_json_without_the_key(key, stream, data):
+    assume(set(key) - STRUCTURE)  # a character of its own: the key is nowhere else in the body
+    raw = _wire(key, data.draw(escapings(key)), stream)
+    cuts = data.draw(st.lists(st.integers(min_value=1, max_value=64), max_size=40))
+    scrubber = usage.Scrubber(usage.secret_forms([key]))
+    rewriter = usage.StreamRewriter(stream, scrubber.forms)  # as the transport's stream applies them
+    out, start = b"", 0
+    for cut in cuts:
+        out += rewriter.feed(scrubber.feed(raw[start:start + cut]))
+        start += cut
+    out += rewriter.feed(scrubber.feed(raw[start:])) + rewriter.feed(scrubber.flush()) + rewriter.flush()
+    text, arguments = _read(out, stream)
+    content = json.loads(arguments)["content"]  # still valid JSON at both levels
+    assert leaks(key, [text, content]) == [] and text.count("[redacted]") == content.count("[redacted]") == 2
+    if "\\" not in key:  # a key's own backslash may take half of a neighbouring escape with it
+        assert text == content == "«[redacted]» «[redacted]»"

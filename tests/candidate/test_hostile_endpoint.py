@@ -3,13 +3,18 @@ that is not a complete, valid chat completion is a failed request and a failed s
 is not; an echoed key never gets past the transport."""
 
 import base64
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
-from hostile_endpoint import Hostility, start_hostile
+from hostile_endpoint import Hostility, escapings, leaks, start_hostile
 from mobilemem import usage
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.reme import app as reme_app
@@ -18,6 +23,7 @@ from mobilemem.reme.ingest import ingest_session
 from mobilemem_judge import judge_answer
 
 KEY = "sk-HOSTILE-planted-7f3a9c2e51"
+SLASHED_KEY = "sk-RED/TEAM/7f3a9c"  # a provider may write it "sk-RED\\/TEAM\\/7f3a9c" (legal JSON)
 INVALID = {"html_200": "malformed response", "text_200": "malformed response",
            "not_a_completion": "malformed response", "no_terminal": "broken stream"}
 
@@ -97,6 +103,32 @@ async def test_an_echoed_key_never_gets_past_the_transport(ingested, config, cop
         assert "[redacted]" in result.model_dump_json()
     if stage == "ingest":
         assert "My key is [redacted]" in (tmp_path / "fresh" / result.note_path).read_text()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("stage", ["ingest", "answer", "judge"])
+@settings(max_examples=5, deadline=None,  # the rules are set anew for each example, the paths are its own
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), nested=st.booleans())
+async def test_an_echoed_key_escaped_in_any_legal_json_never_gets_past_the_transport(
+        ingested, config, tmp_path, hostile, stage, stream, data, nested):
+    hostile.rules = [Hostility(role="*", kind="echo_key", escapes=data.draw(escapings(SLASHED_KEY)), nested=nested)]
+    work, opened = Path(tempfile.mkdtemp(dir=tmp_path)), []
+
+    async def copied_app(model):
+        workspace = Path(shutil.copytree(ingested.workspaces[0], work / "0" / "workspace"))
+        opened.append(await reme_app.open_user_app(workspace, model, config.candidate))
+        return opened[-1], workspace
+
+    try:
+        success, result, _ = await _run(stage, ingested, config, copied_app, work, hostile, key=SLASHED_KEY,
+                                        stream=stream)
+    finally:
+        for app in opened:
+            await app.close()
+    texts = [result.model_dump_json(), *(p.read_text(errors="replace") for p in work.rglob("*") if p.is_file())]
+    assert success and leaks(SLASHED_KEY, texts) == []
+    assert "[redacted]" in "".join(texts)  # the key was echoed, and removed
 
 
 @pytest.mark.parametrize(("stage", "limit", "kind"), [("ingest", "session_timeout_s", "timeout"),

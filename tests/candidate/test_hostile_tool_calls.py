@@ -1,5 +1,6 @@
 """Hostile tool calls from the model (prompt injection): every escape is refused by ReMe's own path
-resolution (or the plugin's narrower scope), as a tool error the agent sees, and the answer goes on."""
+resolution (or the plugin's narrower scope), as a tool error the agent sees, and the answer goes on;
+a reply flooding its tools runs at most `candidate.max_tool_calls` of them, the rest refused alike."""
 
 import json
 import os
@@ -8,6 +9,7 @@ import pytest
 
 from mobilemem.reme.answer import answer_question
 from mobilemem.simulator import FaultRule
+from mobilemem.simulator.usage_rules import message_text
 
 HOSTILE = [
     ("read", {"path": "../../1/workspace/daily/x.md"}),
@@ -52,3 +54,19 @@ async def test_escape_attempts_are_tool_errors_and_the_answer_goes_on(ingested, 
         assert [(c.name, c.ok) for c in response.tool_calls[1:]] == [("bm25_search", True), ("read_image", True)]
         gold = ingested.dataset.judge_questions[job.question_id].answer
         assert any(g in response.answer for g in (gold if isinstance(gold, list) else [gold]))
+
+
+@pytest.mark.parametrize(("calls", "cap"), [(40, 8), pytest.param(10_000, None, marks=pytest.mark.slow)],
+                         ids=["40-over-8", "10000-over-default"])  # the latter: AgentScope's own work per call, ~30 s
+async def test_a_reply_flooding_its_tools_runs_the_cap_and_the_rest_are_refused_tool_errors(ingested, sim, config,
+                                                                                             copied_app, calls, cap):
+    preset = config.candidate.model_copy(update={"max_tool_calls": cap or config.candidate.max_tool_calls})
+    app, _ = await copied_app(preset=preset)
+    sim.faults = [FaultRule(role="answer", contains="", kind="many_tool_calls", calls=calls, times=1)]
+    response = await answer_question(app, ingested.dataset.users[0].questions[0], preset)
+    assert response.success and response.finished_reason == "completed" and response.answer
+    assert len(response.tool_calls) == preset.max_tool_calls and all(c.ok for c in response.tool_calls)
+    assert response.refused_tool_calls == calls - preset.max_tool_calls
+    followup = sim.requests[1].body  # what the agent sent next: a result for every call, the excess refused
+    results = [message_text(m) for m in followup["messages"] if m.get("role") == "tool"]
+    assert len(results) == calls and sum("refused" in r and "cap" in r for r in results) == calls - preset.max_tool_calls

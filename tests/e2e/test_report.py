@@ -102,7 +102,8 @@ def test_the_detail_view_is_each_answers_own_tool_calls_with_thumbnails(baseline
         answer = read_record(run.user(detail["user_id"]).question(detail["question_id"]).answer_response,
                              AnswerResponseFile)
         calls = answer.response.tool_calls
-        assert [(t["name"], t["arguments"]) for t in detail["tools"]] == [(c.name, c.arguments) for c in calls]
+        assert [(t["name"], t["arguments"]) for t in detail["tools"]] == [
+            (c.name, json.dumps(c.arguments, ensure_ascii=False) if c.arguments else None) for c in calls]
         for tool in detail["tools"]:
             if tool["name"] == "read_image":
                 images += 1

@@ -1,10 +1,19 @@
 """The report's bounded parts: thumbnails stay inside the workspace's saved images and within their
-byte budget, tool-result excerpts shrink alike past their budget, and the interval helpers."""
+byte budget, tool-call excerpts (arguments and results) are cut, marked and shrink alike past their
+budget, and the interval helpers."""
+
+import json
+import re
+from datetime import UTC, datetime
 
 from PIL import Image
 
-from mobilemem.rundir import RunDir
+from lifecycle.summary_files import write_summary
+from mobilemem.records import (AnswerResponse, AnswerResponseFile, JudgmentFile, MetricsFile, PlannedQuestion,
+                               RunFile, ToolCallRecord, Usage)
+from mobilemem.rundir import RunDir, write_record
 from mobilemem_judge.analysis import report_data
+from mobilemem_judge.analysis.report import write_report
 from mobilemem_judge.analysis.stats import mean_interval, mcnemar_exact, paired_difference
 from mobilemem_judge.analysis.thumbnails import Thumbnails
 
@@ -46,17 +55,59 @@ def test_thumbnails_stop_at_the_budget_in_first_seen_order(tmp_path):
 
 
 def test_excerpts_shrink_alike_past_their_budget(monkeypatch):
-    monkeypatch.setattr(report_data, "RESULTS_BUDGET", 2_000)
+    monkeypatch.setattr(report_data, "EXCERPTS_BUDGET", 2_000)
     details = [{"tools": [{"result": "x" * 600}, {"result": None}, {"result": "y" * 600}]} for _ in range(4)]
     report_data._fit_excerpts(details)
     lengths = [len(t["result"]) for d in details for t in d["tools"] if t["result"]]
     assert lengths == [250] * 8  # 2,000 characters shared by eight results
-    monkeypatch.setattr(report_data, "RESULTS_BUDGET", 100)
+    mixed = [{"tools": [{"arguments": "a" * 1000, "result": "r" * 1000}, {"arguments": "b" * 1000}]}]
+    report_data._fit_excerpts(mixed)
+    assert [len(t[k]) for t in mixed[0]["tools"] for k in ("arguments", "result") if k in t] == [666] * 3  # shared
+    monkeypatch.setattr(report_data, "EXCERPTS_BUDGET", 100)
     report_data._fit_excerpts(details)
     assert {len(t["result"]) for d in details for t in d["tools"] if t["result"]} == {report_data.MIN_EXCERPT}
     small = [{"tools": [{"result": "z" * 50}]}]
     report_data._fit_excerpts(small)
     assert small[0]["tools"][0]["result"] == "z" * 50
+
+
+def _answered_run(root, calls: list[ToolCallRecord]) -> RunDir:
+    """A finished run of one scored question whose answer made `calls`."""
+    run, now = RunDir(root), datetime.now(UTC)
+    root.mkdir(parents=True)
+    write_record(run.run, RunFile(
+        args={}, config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=now,
+        simulated=True, state="completed", users=[0],
+        questions=[PlannedQuestion(user_id=0, question_id="0_q_1", language="en", difficulty=None, gold="9")]))
+    question = run.user(0).question("0_q_1")
+    write_record(question.answer_response, AnswerResponseFile(
+        started_at=now, finished_at=now, user_id=0, question_id="0_q_1", usage=Usage(), requests=[], latency_s=0.1,
+        response=AnswerResponse(success=True, answer="9", finished_reason="completed", tool_calls=calls)))
+    write_record(question.judgment, JudgmentFile(started_at=now, finished_at=now, user_id=0, question_id="0_q_1",
+                                                 success=True, label="CORRECT", decided_by="json", raw_reply="{}",
+                                                 usage=Usage(), requests=[]))
+    write_record(question.metrics, MetricsFile(user_id=0, question_id="0_q_1", llm_judge=1, f1=1.0, bleu1=1.0,
+                                               reference="9"))
+    write_summary(run.root)
+    return run
+
+
+def test_a_huge_tool_argument_is_cut_and_marked_and_leaves_the_report_its_size(tmp_path):
+    small = ToolCallRecord(name="bm25_search", ok=True, arguments={"query": "sign digit"}, result="no hits",
+                           result_chars=7)
+    huge = ToolCallRecord(name="bm25_search", ok=True, arguments={"query": "x" * 10_000_000}, result="no hits",
+                          result_chars=7)
+    sizes = {}
+    for name, call in (("small", small), ("huge", huge)):
+        page = write_report(_answered_run(tmp_path / name, [call]).root).read_text(encoding="utf-8")
+        sizes[name] = len(page.encode("utf-8"))
+        blob = re.search(r'<script type="application/json" id="details-data">(.*?)</script>', page, re.S)
+        step = json.loads(blob.group(1))[0]["tools"][0]
+    assert sizes["huge"] < sizes["small"] + 2 * report_data.EXCERPT  # the page grows by an excerpt, not 10 MB
+    assert step["arguments"] == json.dumps(huge.arguments)[:report_data.EXCERPT]
+    assert step["arguments_chars"] == len(json.dumps(huge.arguments))  # marked: the page says how much there was
+    assert "characters in all" in page
 
 
 def test_intervals_cover_their_estimate_and_pair_correctly():

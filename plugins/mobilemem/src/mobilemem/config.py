@@ -55,6 +55,9 @@ class CandidatePreset(RequestPreset):
     trigger_ratio: float = Field(gt=0, le=0.9)  # AgentScope keeps 10% for the compression itself
     reserve_ratio: float = Field(gt=0, lt=0.9)
     max_iters: int = Field(gt=0)
+    # the tool calls one answer may run (30 iterations of a few parallel calls fit); past it, each
+    # further call is refused as a tool error the agent sees
+    max_tool_calls: int = Field(default=256, gt=0)
     answer_timeout_s: float = Field(gt=0)
     session_timeout_s: float = Field(gt=0)  # wall-clock budget of one session's ingest
     max_answer_bytes: int = Field(gt=0)  # a longer answer is recorded (and judged) cut to this size

@@ -7,7 +7,10 @@ Each is the sha256 of a canonical JSON document (sorted keys, no whitespace) of 
   plugin provenance, every frozen text of the plugin, and whether the model was the simulator;
   A baseline (DESIGN §10) adds its kind and settings (`BASELINE_ONLY`); for ReMe Image they are
   left out, so its fingerprints are those of runs made before the baselines existed;
-- answer = the memory fingerprint, the question text and the answer-only settings.
+- answer = the memory fingerprint, the question text and the answer-only settings; one added
+  later (`LATER_ANSWER_ONLY`, the tool-call cap) only when it is not at its default, so answers made
+  before it existed keep their fingerprints (they made no more calls than the default cap unless a
+  model flooded its tools).
 The judgment's fingerprint is the judge's (mobilemem_judge.fingerprint): it covers references,
 which the candidate side never sees. An image is identified by its path and size, not its bytes:
 hashing ~19,000 full-size images again would cost minutes of I/O per run.
@@ -27,6 +30,7 @@ from mobilemem.records import CandidateProvenance
 
 VERSION = 1
 ANSWER_ONLY = ("max_iters", "answer_timeout_s", "max_answer_bytes")
+LATER_ANSWER_ONLY = ("max_tool_calls",)
 BASELINE_ONLY = ("kind", "top_k", "chunk_turns")
 
 
@@ -47,7 +51,7 @@ def memory_fingerprint(user: ScheduledUser, dataset_root: Path, model: str, pres
         "kind": "memory", "user_id": user.user_id, "language": user.language,
         "sessions": [s.model_dump(mode="json") for s in user.sessions],
         "image_sizes": _image_sizes(user, dataset_root), "model": model,
-        "preset": preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *BASELINE_ONLY}),
+        "preset": preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *LATER_ANSWER_ONLY, *BASELINE_ONLY}),
         "candidate": candidate.model_dump(mode="json", exclude={"kind"}),
         "frozen_texts": dict(frozen), "simulated": simulated}
     if preset.kind != DEFAULT_KIND:
@@ -56,5 +60,8 @@ def memory_fingerprint(user: ScheduledUser, dataset_root: Path, model: str, pres
 
 
 def answer_fingerprint(memory: str, job: CandidateQuestion, preset: CandidatePreset) -> str:
+    settings = preset.model_dump(mode="json", include=set(ANSWER_ONLY))
+    settings |= {name: getattr(preset, name) for name in LATER_ANSWER_ONLY
+                 if getattr(preset, name) != CandidatePreset.model_fields[name].default}
     return digest({"kind": "answer", "memory": memory, "question_id": job.question_id, "question": job.question,
-                   "settings": preset.model_dump(mode="json", include=set(ANSWER_ONLY))})
+                   "settings": settings})

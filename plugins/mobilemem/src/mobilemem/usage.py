@@ -12,9 +12,10 @@ object whose `choices` carry a message. An invalid or incomplete body also raise
 `IncompleteCompletion` to the client, so the step that asked for it fails instead of reading an
 empty reply. Usage reported partially is not a failure: the missing counters stay unknown.
 
-The transport also removes the credentials in use (verbatim, base64 and URL-encoded) from every
-response body before any library reads it, so a provider or model that echoes the key cannot get
-it into a note, an index, a trajectory or a record.
+The transport also removes the credentials in use (verbatim, base64 and URL-encoded, also
+JSON-escaped: `mobilemem.response_rewrite`) from every response body before any library reads it,
+so a provider or model that echoes the key cannot get it into a note, an index, a trajectory or a
+record.
 
 A request cancelled in flight (an answer's wall-clock budget, an interrupt) is a failed request
 with the failure `cancelled`, filed before the cancellation reaches the caller, so the step that

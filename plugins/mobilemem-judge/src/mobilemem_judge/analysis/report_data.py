@@ -5,6 +5,7 @@ Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,8 +33,9 @@ from mobilemem_judge.analysis.stats import Interval, mean_interval
 from mobilemem_judge.analysis.thumbnails import Thumbnails
 
 R = TypeVar("R", bound=BaseModel)
-RESULT_EXCERPT = 600  # characters of a tool's returned text shown in the detail view, at most
-RESULTS_BUDGET = 3_000_000  # characters for all of them: a long run shows shorter excerpts
+EXCERPT = 600  # characters of a tool call's arguments (as JSON) and of its returned text shown, at most
+EXCERPTS_BUDGET = 3_000_000  # characters for all of them: a long run shows shorter excerpts
+EXCERPTS = ("arguments", "result")
 MIN_EXCERPT = 120
 AGREEMENT = 1e-9
 
@@ -154,9 +156,12 @@ def _user_cost(user: UserDir, user_id: int, lines: list[ResultLine]) -> UserCost
 
 
 def _tool_step(call: ToolCallRecord, user_id: int, thumbnails: Thumbnails) -> dict[str, Any]:
-    step: dict[str, Any] = {"name": call.name, "ok": call.ok, "error": call.error, "arguments": call.arguments}
+    step: dict[str, Any] = {"name": call.name, "ok": call.ok, "error": call.error, "arguments": None}
+    if call.arguments:
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        step["arguments"], step["arguments_chars"] = arguments[:EXCERPT], len(arguments)
     if call.result is not None:
-        step["result"] = call.result[:RESULT_EXCERPT]
+        step["result"] = call.result[:EXCERPT]
         step["result_chars"] = call.result_chars
     path = (call.arguments or {}).get("path")
     if call.name == "read_image" and call.ok and isinstance(path, str):
@@ -187,6 +192,7 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
         "iterations": row.iterations, "truncated": response.truncated if response else None,
         "answer_error": response.error if response and not response.success else None,
         "tools": [_tool_step(c, line.user_id, thumbnails) for c in response.tool_calls] if response else [],
+        "refused_tool_calls": response.refused_tool_calls if response else 0,
         "retrieval": response.retrieval.model_dump(mode="json") if response and response.retrieval else None,
         "judge_reply": judgment.raw_reply if judgment else None,
         "judge_decided_by": judgment.decided_by if judgment else None,
@@ -198,14 +204,14 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
 
 
 def _fit_excerpts(details: list[dict[str, Any]]) -> None:
-    """Shorten every tool result excerpt alike so that together they stay within RESULTS_BUDGET."""
-    steps = [t for d in details for t in d["tools"] if t.get("result")]
-    total = sum(len(t["result"]) for t in steps)
-    if total <= RESULTS_BUDGET:
+    """Shorten every excerpt (tool arguments and results) alike so that together they stay within
+    EXCERPTS_BUDGET."""
+    texts = [(t, name) for d in details for t in d["tools"] for name in EXCERPTS if t.get(name)]
+    if sum(len(t[name]) for t, name in texts) <= EXCERPTS_BUDGET:
         return
-    excerpt = max(MIN_EXCERPT, RESULTS_BUDGET // len(steps))
-    for step in steps:
-        step["result"] = step["result"][:excerpt]
+    excerpt = max(MIN_EXCERPT, EXCERPTS_BUDGET // len(texts))
+    for step, name in texts:
+        step[name] = step[name][:excerpt]
 
 
 def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:

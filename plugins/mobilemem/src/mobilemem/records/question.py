@@ -42,6 +42,8 @@ class AnswerResponse(BaseModel):
     answer_bytes: int | None = Field(default=None, description="the answer's size before it was cut to the cap")
     iterations: int = 0
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    refused_tool_calls: int = Field(default=0, description="calls past candidate.max_tool_calls: not run, "
+                                                           "answered with a tool error")
     trajectory_path: str | None = None
     retrieval: Retrieval | None = Field(default=None, description="bm25-rag: what was retrieved and sent")
     error_kind: str | None = None

@@ -29,7 +29,8 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
     with usage.scope() as own:
         try:
             async with asyncio.timeout(preset.answer_timeout_s) as budget:
-                response = await app.run_job("agentic_answer", query=job.question, question_id=job.question_id)
+                response = await app.run_job("agentic_answer", query=job.question, question_id=job.question_id,
+                                             max_tool_calls=preset.max_tool_calls)
             if budget.expired():  # a library swallowed the budget's cancellation
                 raise TimeoutError
         except TimeoutError:
@@ -44,6 +45,7 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
     common = {"finished_reason": finished if finished in ("completed", "exceed_max_iters", "interrupted") else None,
               "iterations": len(turns), "truncated": bool(turns) and turns[-1].finish_reason == "length",
               "tool_calls": [ToolCallRecord.model_validate(c) for c in metadata.get("tool_calls") or []],
+              "refused_tool_calls": int(metadata.get("refused_tool_calls") or 0),
               "trajectory_path": metadata.get("trajectory_path")}
     failed = usage.failure_category(own.requests)
     if not response.success:

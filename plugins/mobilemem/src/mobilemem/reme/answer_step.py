@@ -7,9 +7,13 @@ jobs, as ReMe's wrapper turns them into tools; session transcripts rendered) and
 (`image_tool`, whose result is an image block). The wrapper builds a fresh agent per reply and
 dumps its native state under `mem_session/agentscope/`.
 
+Every tool call goes through `_recorded`, which notes it and holds the answer to its cap
+(`max_tool_calls`, the job's argument; `candidate.max_tool_calls`): past the cap a call is not run
+but answered with a tool error saying so, and the reply goes on.
+
 Response: `success` is false for an interrupted reply; `answer` is the final reply's text;
-`metadata` holds `finished_reason`, `tool_calls` and `trajectory_path` (the dumped agent state,
-workspace-relative).
+`metadata` holds `finished_reason`, `tool_calls`, `refused_tool_calls` and `trajectory_path` (the
+dumped agent state, workspace-relative).
 """
 
 from __future__ import annotations
@@ -22,30 +26,59 @@ from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 from reme.steps.base_step import BaseStep
 
 from mobilemem import qa_template
+from mobilemem.config import CandidatePreset
 from mobilemem.records import ToolCallRecord
 from mobilemem.reme.image_tool import image_tool
 
 ANSWERED = ("completed", "exceed_max_iters")
 MAX_TOOL_ERROR = 500
 MAX_TOOL_RESULT = 16_000  # five bm25 hits with their lines fit; a whole long transcript read does not
+DEFAULT_MAX_TOOL_CALLS: int = CandidatePreset.model_fields["max_tool_calls"].default
 
 
-def _recorded(tool: FunctionTool, calls: list[ToolCallRecord]) -> FunctionTool:
+class ToolCalls:
+    """One answer's tool calls: those run, noted as they happen, and how many were refused."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.records: list[ToolCallRecord] = []
+        self.refused = 0
+        self._started = 0
+
+    def admit(self) -> bool:
+        """Whether one more call may run (counted when it starts: calls of one reply may overlap)."""
+        if self._started >= self.cap:
+            self.refused += 1
+            return False
+        self._started += 1
+        return True
+
+    def refusal(self) -> ToolChunk:
+        return ToolChunk(content=[TextBlock(text=f"Error: refused, this answer has made its {self.cap} tool calls "
+                                                 "(the cap); answer with what you have found")],
+                         state=ToolResultState.ERROR)
+
+
+def _recorded(tool: FunctionTool, calls: ToolCalls) -> FunctionTool:
     """The same tool, each call noted as it happens, with its arguments and returned text (context
-    compression cannot hide it later; the analysis side reads what the agent searched and opened)."""
+    compression cannot hide it later; the analysis side reads what the agent searched and opened),
+    and refused without running once the answer has made `calls.cap` calls."""
 
     async def call(**kwargs) -> ToolChunk:
+        if not calls.admit():
+            return calls.refusal()
         arguments = json.loads(json.dumps(kwargs, default=str))  # as JSON, whatever the model sent
         try:
             chunk = await tool.call(**kwargs)
         except Exception as exc:
-            calls.append(ToolCallRecord(name=tool.name, ok=False, error=str(exc)[:MAX_TOOL_ERROR],
-                                        arguments=arguments))
+            calls.records.append(ToolCallRecord(name=tool.name, ok=False, error=str(exc)[:MAX_TOOL_ERROR],
+                                                arguments=arguments))
             raise
         ok = chunk.state != ToolResultState.ERROR
         text = "".join(b.text for b in chunk.content if isinstance(b, TextBlock))
-        calls.append(ToolCallRecord(name=tool.name, ok=ok, error=None if ok else text[:MAX_TOOL_ERROR],
-                                    arguments=arguments, result=text[:MAX_TOOL_RESULT], result_chars=len(text)))
+        calls.records.append(ToolCallRecord(name=tool.name, ok=ok, error=None if ok else text[:MAX_TOOL_ERROR],
+                                            arguments=arguments, result=text[:MAX_TOOL_RESULT],
+                                            result_chars=len(text)))
         return chunk
 
     return FunctionTool(func=call, name=tool.name, description=tool.description, input_schema=tool.input_schema,
@@ -63,7 +96,7 @@ class AgenticAnswerStep(BaseStep):
         memory = [str(self.config_value(key)) for key in self.MEMORY_DIRS]
         return {"bm25_search": {}, "read": {"read_step_format_session": True, "_allowed_paths": memory}}
 
-    def _toolkit(self, question_id: str, calls: list[ToolCallRecord]) -> Toolkit:
+    def _toolkit(self, question_id: str, calls: ToolCalls) -> Toolkit:
         wrapper = self.agent_wrapper
         context_id = f"{self.TOOL_CONTEXT_PREFIX}_{question_id}"
         # `_make_tool` is how ReMe's wrapper turns a job into a tool (schema, injected arguments,
@@ -81,7 +114,7 @@ class AgenticAnswerStep(BaseStep):
         if not question.strip():
             response.success, response.answer = False, "Error: query cannot be empty"
             return response
-        calls: list[ToolCallRecord] = []
+        calls = ToolCalls(int(self.context.get("max_tool_calls") or DEFAULT_MAX_TOOL_CALLS))
         message = UserMsg(name="user", content=[
             TextBlock(text=qa_template.render(question, self.get_prompt("memory_tools").rstrip("\n")))])
         result = await self.agent_wrapper.reply(
@@ -92,6 +125,7 @@ class AgenticAnswerStep(BaseStep):
         response.answer = (result.get("result") or "") if response.success else f"the reply ended {finished}"
         state = self.agent_wrapper.session_path / f"{result.get('session_id')}.jsonl"
         response.metadata.update({
-            "finished_reason": finished, "tool_calls": [c.model_dump() for c in calls],
+            "finished_reason": finished, "tool_calls": [c.model_dump() for c in calls.records],
+            "refused_tool_calls": calls.refused,
             "trajectory_path": state.relative_to(self.file_store.workspace_path).as_posix() if state.is_file() else None})
         return response

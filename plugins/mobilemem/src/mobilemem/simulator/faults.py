@@ -4,8 +4,9 @@ A rule hits requests of its ``role`` (``"*"`` = any) whose raw body text contain
 at most ``times`` times (``None`` = every match). The first rule that still has hits left wins.
 HTTP-level kinds (``http_500``, ``http_429``, ``timeout``, ``reset``, ``malformed``) are carried
 out by the server; ``rewrite`` turns a policy completion into the faulty one for the others.
-``wrong_answer`` leaves an answer's tool calls alone and replaces its final text with
-``WRONG_ANSWER``, which the judge labels WRONG: a run with chosen questions answered wrongly
+``many_tool_calls`` makes one answer reply carry ``calls`` ``bm25_search`` calls at once (a model
+that floods its tools). ``wrong_answer`` leaves an answer's tool calls alone and replaces its final
+text with ``WRONG_ANSWER``, which the judge labels WRONG: a run with chosen questions answered wrongly
 (match each question's text with ``contains``). ``text`` replaces a final reply's text with the
 rule's ``text`` (a judge that answers in words, say).
 """
@@ -21,7 +22,7 @@ from .usage_rules import tool_names
 
 HTTP_KINDS = frozenset({"http_500", "http_429", "http_401_echo", "timeout", "reset", "malformed"})
 REPLY_KINDS = frozenset({"empty_reply", "invalid_tool_args", "unknown_tool", "endless_tool_calls", "truncated",
-                         "tool_call", "wrong_answer", "text"})
+                         "tool_call", "wrong_answer", "text", "many_tool_calls"})
 KINDS = HTTP_KINDS | REPLY_KINDS
 ROLES = frozenset({"ingest", "answer", "judge", "compression", "qa", "plain", "*"})
 TRUNCATED_WORDS = 3
@@ -38,12 +39,15 @@ class FaultRule:
     tool: str = ""  # kind "tool_call": call this tool ...
     arguments: str = ""  # ... with these raw arguments (hostile paths, huge text, anything)
     text: str = ""  # kind "text": the final reply's text
+    calls: int = 10_000  # kind "many_tool_calls": this many calls in one reply
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {', '.join(sorted(KINDS))}")
         if self.role not in ROLES:
             raise ValueError(f"unknown fault role {self.role!r}; expected one of {', '.join(sorted(ROLES))}")
+        if self.calls < 1:
+            raise ValueError(f"calls must be >= 1, got {self.calls}")
         if self.times is not None and self.times < 0:
             raise ValueError(f"times must be >= 0 or None, got {self.times}")
 
@@ -97,6 +101,8 @@ def rewrite(kind: str | None, role: str, body: dict, completion: policy.Completi
         return policy.complete(body, rule.text)
     if kind == "unknown_tool":
         return policy.complete(body, tool_calls=[{"name": "no_such_tool", "arguments": "{}"}])
+    if kind == "many_tool_calls" and role == "answer" and not final and rule is not None and rule.calls:
+        return policy.complete(body, tool_calls=policy.search_call(body).tool_calls * rule.calls)
     if kind == "endless_tool_calls" and not final:
         if role == "answer":
             return policy.search_call(body)
