@@ -241,28 +241,45 @@ class IncompleteCompletion(httpx.RemoteProtocolError):
 class _ObservedStream(httpx.AsyncByteStream):
     """Passes the body through with the credentials in use scrubbed, parsing it on the way; a chat
     completion that ends incomplete or invalid raises, so the step that asked for it fails; records
-    once, on close."""
+    once, on close.
+
+    The body is read once, by one iterator over the inner stream, however often this stream is
+    iterated: after `[DONE]` the openai SDK iterates it again to drain the rest, and by then the
+    held-back tail (the scrubber's, the rewriter's) may already have made us read the inner stream
+    to its end. A fresh iteration of httpcore's stream after the end of the message reads the
+    connection again, and once the peer has closed it (an endpoint that died) httpcore loops on
+    h11's `ConnectionClosed` without ever awaiting: the event loop stops, no timeout or
+    cancellation can fire. So a second iteration continues the first one, and yields nothing once
+    the body has ended."""
 
     def __init__(self, inner: httpx.AsyncByteStream, record: _PendingRecord, scrubber: Scrubber) -> None:
         self._inner = inner
         self._record = record
         self._scrubber = scrubber
         self._guard = StreamRewriter(record.parser.streamed, scrubber.forms)
+        self._source: AsyncIterator[bytes] | None = None
+        self._ended = False  # the inner stream ended or raised: never read again
 
     def _pass(self, chunk: bytes) -> bytes:
         self._record.parser.feed(chunk)  # the record sees the body as the provider sent it (scrubbed)
         return self._guard.feed(chunk)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._ended:
+            return
+        if self._source is None:
+            self._source = aiter(self._inner)
         try:
-            async for chunk in self._inner:
+            async for chunk in self._source:
                 if out := self._pass(self._scrubber.feed(chunk)):
                     yield out
         except _FAILURES as exc:
+            self._ended = True
             # after [DONE] the openai SDK drains the rest under a short cancel scope: not a failure
             if not (isinstance(exc, asyncio.CancelledError) and self._record.parser.done):
                 self._record.fail(exc)
             raise
+        self._ended = True
         if out := self._pass(self._scrubber.flush()) + self._guard.flush():
             yield out
         self._record.eof = True
