@@ -97,7 +97,7 @@ def _run_until_signalled(dataset: Path, tmp_path: Path, signame: str) -> tuple[R
         os.killpg(simulator.pid, getattr(signal, f"SIG{signame}"))
         watched = _watch(runner, run.errors)
         stderr = runner.stderr.read()
-        assert runner.returncode == 0, stderr[-3000:]
+        assert runner.returncode in (0, 4), stderr[-3000:]  # completed (4: before any question was scored)
     finally:
         for process in (runner, simulator):
             if process.poll() is None:
@@ -132,7 +132,8 @@ def test_an_endpoint_dying_or_freezing_mid_run_ends_the_run_with_true_gaps(four_
     run, watched, stderr = _run_until_signalled(four_users, tmp_path, signame)
     assert "Traceback" not in stderr
     # the console holds the progress lines only: the libraries' warnings about failed calls go to run.log
-    assert [line for line in stderr.splitlines() if " user " not in line] == []
+    assert [line for line in stderr.splitlines()
+            if " user " not in line and not line.startswith("mobilemem: no question was scored")] == []
     _check_outcomes(run, four_users, REASONS[signame])
     # a dead endpoint fails everything at once; a frozen one holds each step to its budget, no longer
     assert watched["wall"] < (45 if signame == "KILL" else 4 * BUDGET_S + 45)
