@@ -56,7 +56,7 @@ def test_a_record_that_cannot_be_written_is_its_steps_gap_at_every_stage(sim, sa
 
     monkeypatch.setattr(step_records, "write_record", write_record)
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
-    assert code == 0
+    assert code == 4  # no question was scored
     assert _outcomes(run) == _expected("write error")
     failed = [e for e in errors(run) if e.error_type == "UnicodeEncodeError"]
     assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
@@ -88,7 +88,7 @@ def test_any_exception_inside_a_step_is_its_gap_with_its_true_reason(sim, sample
     monkeypatch.setattr(Dashboard, "task_files", failing(  # the ingest step's link to its files, after the record
         Dashboard.task_files, lambda self, title, paths: title.startswith("session 1_2 ")))
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
-    assert code == 0
+    assert code == 4  # no question was scored
     assert _outcomes(run) == _expected("RuntimeError")
     failed = [e for e in errors(run) if e.error_type == "RuntimeError"]
     assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
@@ -129,7 +129,7 @@ def test_a_failed_question_cancels_its_running_siblings_before_the_memory_closes
     monkeypatch.setattr(flow_module, "_question", question)
     monkeypatch.setattr(flow_module.run_setup, "close_user", close_user)
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out", "--users", "0")
-    assert code == 0
+    assert code == 4  # no question was scored
     outcomes = _outcomes(run)
     assert set(outcomes) == {"0_q_1", "0_q_2", "0_q_3"}
     assert {outcomes[q] for q in ("0_q_1", "0_q_2", "0_q_3")} == {("answer", "orchestration failed: RuntimeError")}
