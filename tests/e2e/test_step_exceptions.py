@@ -43,6 +43,16 @@ def _expected(reason: str) -> dict[str, tuple[str, str] | str]:
             **{f"2_q_{n}": ("index", reason) for n in (1, 2, 3)}}
 
 
+def _one_failure_per_stage(code, run, reason, error_type):
+    """The run scored nothing, each stage's injected failure is its gap and one errors.jsonl line."""
+    assert code == 4  # no question was scored
+    assert _outcomes(run) == _expected(reason)
+    failed = [e for e in errors(run) if e.error_type == error_type]
+    assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
+        ("answer", "0_q_1"), ("index", "2"), ("ingest", "1_2"), ("judge", "0_q_2"), ("judge", "0_q_3")]
+    return failed
+
+
 def test_a_record_that_cannot_be_written_is_its_steps_gap_at_every_stage(sim, sample_root, tmp_path, monkeypatch):
     failing = ("users/1/sessions/1_2.json", "users/2/index-response.json",
                "users/0/questions/0_q_1/answer-response.json", "users/0/questions/0_q_2/judgment.json",
@@ -56,11 +66,7 @@ def test_a_record_that_cannot_be_written_is_its_steps_gap_at_every_stage(sim, sa
 
     monkeypatch.setattr(step_records, "write_record", write_record)
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
-    assert code == 4  # no question was scored
-    assert _outcomes(run) == _expected("write error")
-    failed = [e for e in errors(run) if e.error_type == "UnicodeEncodeError"]
-    assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
-        ("answer", "0_q_1"), ("index", "2"), ("ingest", "1_2"), ("judge", "0_q_2"), ("judge", "0_q_3")]
+    _one_failure_per_stage(code, run, "write error", "UnicodeEncodeError")
     assert not run.user(1).session("1_3").exists()  # the history stopped at the failed session
     assert summary(run).scored == 0
 
@@ -88,11 +94,7 @@ def test_any_exception_inside_a_step_is_its_gap_with_its_true_reason(sim, sample
     monkeypatch.setattr(Dashboard, "task_files", failing(  # the ingest step's link to its files, after the record
         Dashboard.task_files, lambda self, title, paths: title.startswith("session 1_2 ")))
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
-    assert code == 4  # no question was scored
-    assert _outcomes(run) == _expected("RuntimeError")
-    failed = [e for e in errors(run) if e.error_type == "RuntimeError"]
-    assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
-        ("answer", "0_q_1"), ("index", "2"), ("ingest", "1_2"), ("judge", "0_q_2"), ("judge", "0_q_3")]
+    failed = _one_failure_per_stage(code, run, "RuntimeError", "RuntimeError")
     assert all(e.frames and "injected" in e.reason for e in failed)
 
 
