@@ -70,7 +70,7 @@ def headline(run_dir: Path, summary: SummaryFile) -> str:
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.4f}"
 
-    gaps = sum(n for reasons in summary.gaps.values() for n in reasons.values())
+    gaps = summary.gap_count
     return (f"run directory: {run_dir}\n"
             f"scored {summary.scored}/{summary.expected} questions ({gaps} technical gaps)"
             f"{' [simulated]' if summary.simulated else ''}: accuracy {pct(summary.overall.accuracy)}, "

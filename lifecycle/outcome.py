@@ -79,7 +79,7 @@ async def run_step(task: Any, *args: Any) -> StepOutcome:
 def run_state(summary: SummaryFile) -> State:
     """The parent flow run's final state says the result: `Completed: 8/13 scored, 5 gaps`, or
     Failed when no question was scored or the run stopped early (DESIGN §8)."""
-    gaps = sum(n for reasons in summary.gaps.values() for n in reasons.values())
+    gaps = summary.gap_count
     result = f"{summary.scored}/{summary.expected} scored, {gaps} gap{'s' if gaps != 1 else ''}"
     if summary.state == "interrupted_by_error":
         return Failed(name=f"Failed: stopped early, {result}", message=f"stopped early: {result}", data=summary)

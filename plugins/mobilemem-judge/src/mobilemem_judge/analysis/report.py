@@ -140,7 +140,7 @@ def render_report(report: Report) -> str:
     evidence = report.summary.evidence
     return render(
         "report.html.j2", report=report, run=report.run, summary=report.summary,
-        overall=groups[0], gap_count=sum(n for reasons in report.summary.gaps.values() for n in reasons.values()), by_language=[g for g in groups if g.kind == "language"],
+        overall=groups[0], gap_count=report.summary.gap_count, by_language=[g for g in groups if g.kind == "language"],
         by_difficulty=[g for g in groups if g.kind == "difficulty"],
         language_chart=figure(group_chart([g for g in groups if g.kind == "language"], "By language"),
                               "chart-language"),

@@ -116,3 +116,8 @@ class SummaryFile(RecordBase):
     not_attempted: int = Field(default=0, description="selected questions with no outcome at all (status not_run)")
     evidence: EvidenceSummary | None = Field(default=None, description="the evidence attribution split (null in "
                                                                           "older summaries)")
+
+    @property
+    def gap_count(self) -> int:
+        """Every technical gap, of every stage and reason."""
+        return sum(n for reasons in self.gaps.values() for n in reasons.values())
