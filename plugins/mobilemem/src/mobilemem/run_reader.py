@@ -7,8 +7,9 @@
 - Every record is validated by its pydantic model; a file that is a link, unreadable, not valid
   JSON or not valid for its model is a `DamagedFile`, whose message is one line naming the file.
 - A missing optional file is `None`; a damaged one is never silently read as missing: `maybe`
-  raises, `tolerant` returns None and keeps the one-line message in `damaged` for the caller to
-  report (the analysis commands) or to redo the item (reuse).
+  raises, `tolerant` returns None and keeps the one-line message in `damaged` (the path relative
+  to the root, so that a copied run reports the same) for the caller to report (the analysis
+  commands) or to redo the item (reuse).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mobilemem.records import RunFile
 from mobilemem.rundir import RunDir
 
 R = TypeVar("R", bound=BaseModel)
+LINK = "is a symbolic link: not followed"
 MAX_RECORD_BYTES = 1 << 30  # no record of a run comes near it; a bigger file is not one of ours
 
 
@@ -58,6 +60,7 @@ class RunReader:
 
     run: RunDir
     damaged: list[str] = field(default_factory=list)  # what `tolerant` and the walks skipped, one line each
+    # (root-relative)
     plan: RunFile = field(init=False)
 
     @classmethod
@@ -74,7 +77,7 @@ class RunReader:
         except OSError as exc:
             raise DamagedFile(run.run, f"cannot be read: {exc.strerror or exc}") from None
         if stat.S_ISLNK(lstat.st_mode):
-            raise DamagedFile(run.run, "is a symbolic link: not followed")
+            raise DamagedFile(run.run, LINK)
         reader = cls(run)
         reader.plan = reader.read(run.run, RunFile)
         return reader
@@ -96,7 +99,7 @@ class RunReader:
                 raise DamagedFile(path, "is not a plain path inside the run directory")
             current = current / part
             if stat.S_ISLNK(os.lstat(current).st_mode):
-                raise DamagedFile(current, "is a symbolic link: not followed")
+                raise DamagedFile(current, LINK)
         return current
 
     def bytes_of(self, path: Path) -> bytes | None:
@@ -107,7 +110,7 @@ class RunReader:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            why = "is a symbolic link: not followed" if exc.errno == errno.ELOOP else \
+            why = LINK if exc.errno == errno.ELOOP else \
                 f"cannot be read: {exc.strerror or exc}"
             raise DamagedFile(path, why) from None
         with os.fdopen(fd, "rb") as handle:
@@ -144,9 +147,18 @@ class RunReader:
         try:
             return self.maybe(path, model)
         except DamagedFile as exc:
-            if str(exc) not in self.damaged:
-                self.damaged.append(str(exc))
+            self.note(exc)
             return None
+
+    def note(self, damage: DamagedFile) -> None:
+        """Keep one line of damage (once per file), its path relative to the root."""
+        try:
+            where = damage.path.relative_to(self.root).as_posix()
+        except ValueError:
+            where = str(damage.path)
+        line = f"{where}: {damage.why}"
+        if line not in self.damaged:
+            self.damaged.append(line)
 
     def lines(self, path: Path, model: type[R]) -> list[R]:
         """Every line of a JSONL file, validated; [] when it does not exist. A damaged line is a
@@ -171,13 +183,13 @@ class RunReader:
         except (FileNotFoundError, NotADirectoryError):
             return
         except DamagedFile as exc:
-            self.damaged.append(str(exc))
+            self.note(exc)
             return
         for entry in entries:
             if not entry.name.endswith(suffix):
                 continue
             if entry.is_symlink():
-                self.damaged.append(f"{entry.path}: is a symbolic link: not followed")
+                self.note(DamagedFile(Path(entry.path), LINK))
             elif entry.is_file(follow_symlinks=False):
                 yield Path(entry.path)
 
@@ -189,18 +201,18 @@ class RunReader:
         except FileNotFoundError:
             return
         except DamagedFile as exc:
-            self.damaged.append(str(exc))
+            self.note(exc)
             return
         for parent, folders, names in os.walk(folder):
             base = Path(parent)
             for name in sorted(folders):
                 if (base / name).is_symlink():
-                    self.damaged.append(f"{base / name}: is a symbolic link: not followed")
+                    self.note(DamagedFile(base / name, LINK))
                     folders.remove(name)
             folders.sort()
             for name in sorted(names):
                 path = base / name
                 if path.is_symlink():
-                    self.damaged.append(f"{path}: is a symbolic link: not followed")
+                    self.note(DamagedFile(path, LINK))
                 elif path.is_file():
                     yield path
