@@ -212,10 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = commands.rejudge_params(argv[1:])
         if isinstance(params, int):
             return params
-        code = _evaluate(params)
-        return commands.report_rejudge(params, code)
+        plan = _preflight(params)
+        if isinstance(plan, int):
+            return plan
+        return commands.report_rejudge(Path(params["rejudge"]), plan.run, _evaluate(params, plan))
     args = commands.evaluate_parser().parse_args(argv)
-    return _evaluate({"dataset": args.dataset, "output": args.output, "model": args.model,
+    return _start({"dataset": args.dataset, "output": args.output, "model": args.model,
                       "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
                       "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
                       "simulate": args.simulate, "reuse": args.reuse, "candidate": args.candidate})
@@ -228,16 +230,25 @@ def _overrides(model: str | None, user_concurrency: int | None, query_concurrenc
             "candidate": {"kind": candidate} if candidate else None}
 
 
-def _evaluate(params: dict) -> int:
+def _preflight(params: dict) -> run_setup.Plan | int:
+    """The run's plan, or 1 when it is refused (said in one line)."""
     overrides = _overrides(params["model"], params.get("user_concurrency"), params.get("query_concurrency"),
                            params.get("judge_model"), params.get("candidate"))
     try:
-        plan = run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
+        return run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
                                    params["users"], params["limit_questions"], params["simulate"],
                                    params.get("reuse"), params.get("rejudge"))
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return 1
+
+
+def _start(params: dict) -> int:
+    plan = _preflight(params)
+    return plan if isinstance(plan, int) else _evaluate(params, plan)
+
+
+def _evaluate(params: dict, plan: run_setup.Plan) -> int:
     console.configure()
     # The first SIGINT/SIGTERM cancels the flow (every step on the way out), then the run is closed
     # as interrupted; whatever exception it surfaced as, the exit status is 130 (lifecycle.console).

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mobilemem.config import CANDIDATES, DEFAULT_KIND
+from mobilemem.config import CANDIDATES
 from mobilemem.dataset import DATASET_ID
-from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunFile, SummaryFile
-from mobilemem.rundir import RunDir, read_record, write_record
+from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, SummaryFile
+from mobilemem.rundir import RunDir, write_record
+from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem.summary import liveness
 from lifecycle.analysis_commands import run_dir_argument
 from lifecycle.run_setup import HEARTBEAT_S
@@ -66,10 +67,12 @@ def evaluate_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def headline(run_dir: Path, summary: SummaryFile) -> str:
-    def pct(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.4f}"
+def score_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
+
+def headline(run_dir: Path, summary: SummaryFile) -> str:
+    pct = score_text
     gaps = summary.gap_count
     return (f"run directory: {run_dir}\n"
             f"scored {summary.scored}/{summary.expected} questions ({gaps} technical gaps)"
@@ -77,13 +80,27 @@ def headline(run_dir: Path, summary: SummaryFile) -> str:
             f"F1 {pct(summary.overall.f1)}, BLEU-1 {pct(summary.overall.bleu1)}")
 
 
+def report_damage(command: str, root: Path, damaged: Sequence[str]) -> None:
+    """One line per file of the run that could not be trusted (each cost only its own item)."""
+    for line in damaged:
+        print(f"mobilemem: {command}: skipped {root}/{line}", file=sys.stderr)
+
+
 def summarize(argv: Sequence[str]) -> int:
     run_dir = run_dir_argument(argv, "summarize", "Recompute summary.json and results.jsonl of a run directory.")
     if run_dir is None:
         return 1
-    summary = write_summary(run_dir)
+    try:
+        summary = write_summary(run_dir)
+    except (NotARunDirectory, DamagedFile) as exc:
+        print(f"mobilemem: summarize: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"mobilemem: summarize: cannot write into {run_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    report_damage("summarize", run_dir, summary.damaged)
     print(headline(run_dir, summary))
-    why = liveness(read_record(RunDir(run_dir).run, RunFile), datetime.now(UTC), 3 * HEARTBEAT_S + 30)
+    why = liveness(RunReader.open(run_dir).plan, datetime.now(UTC), 3 * HEARTBEAT_S + 30)
     if why is not None:
         print(f"mobilemem: the run in {run_dir} is not alive: {why}; its {summary.not_attempted} questions "
               "without an outcome are reported as not attempted (status not_run)", file=sys.stderr)
@@ -101,53 +118,61 @@ def rejudge_params(argv: Sequence[str]) -> dict | int:
     parser.add_argument("--judge-model", help="the judge model (default: the earlier run's)")
     parser.add_argument("--config", type=Path, help="YAML deep-merged over the earlier run's configuration")
     args = parser.parse_args(argv)
-    if not (args.earlier_run / "run.json").is_file():
-        print(f"mobilemem: refused to start: rejudge {args.earlier_run}: not a run directory (no run.json)",
-              file=sys.stderr)
+    try:
+        earlier = RunReader.open(args.earlier_run).plan
+    except (NotARunDirectory, DamagedFile) as exc:
+        print(f"mobilemem: refused to start: rejudge {args.earlier_run}: {exc}", file=sys.stderr)
         return 1
-    earlier = read_record(RunDir(args.earlier_run).run, RunFile)
     return {"dataset": Path(earlier.dataset_path), "output": args.output, "model": None, "config": args.config,
             "users": earlier.users, "limit_questions": earlier.args.get("limit_questions"),
             "simulate": earlier.simulated, "rejudge": args.earlier_run, "judge_model": args.judge_model}
 
 
-def label_changes(earlier: RunDir, new: RunDir) -> RejudgeFile:
-    """The new run's labels against the earlier run's, over the questions judged in both."""
-    plan = read_record(new.run, RunFile)
+def label_changes(earlier: RunReader, new: RunReader) -> RejudgeFile:
+    """The new run's labels against the earlier run's, over the questions judged in both; a damaged
+    judgment of either run leaves its question out (listed in `damaged`)."""
     pairs = []
-    for planned in plan.questions:
-        before = earlier.user(planned.user_id).question(planned.question_id).judgment
-        after = new.user(planned.user_id).question(planned.question_id).judgment
-        if before.is_file() and after.is_file():
-            old, fresh = read_record(before, JudgmentFile), read_record(after, JudgmentFile)
-            if old.label and fresh.label:
-                pairs.append((planned.question_id, old.label, fresh.label))
+    for planned in new.plan.questions:
+        before = earlier.tolerant(earlier.run.user(planned.user_id).question(planned.question_id).judgment,
+                                  JudgmentFile)
+        after = new.tolerant(new.run.user(planned.user_id).question(planned.question_id).judgment, JudgmentFile)
+        if before and after and before.label and after.label:
+            pairs.append((planned.question_id, before.label, after.label))
 
     def accuracy(index: int) -> float | None:
         return sum(p[index] == "CORRECT" for p in pairs) / len(pairs) if pairs else None
 
+    judge_before = earlier.tolerant(earlier.run.judge_settings, JudgeSettingsFile)
+    judge_after = new.tolerant(new.run.judge_settings, JudgeSettingsFile)
     return RejudgeFile(
-        earlier_run=str(earlier.root), earlier_run_id=read_record(earlier.run, RunFile).flow_run_id,
-        judge_model_before=read_record(earlier.judge_settings, JudgeSettingsFile).model,
-        judge_model_after=read_record(new.judge_settings, JudgeSettingsFile).model, compared=len(pairs),
+        earlier_run=str(earlier.root), earlier_run_id=earlier.plan.flow_run_id,
+        judge_model_before=judge_before.model if judge_before else None,
+        judge_model_after=judge_after.model if judge_after else None, compared=len(pairs),
         accuracy_before=accuracy(1), accuracy_after=accuracy(2),
-        flips=[LabelFlip(question_id=q, before=b, after=a) for q, b, a in pairs if a != b])
+        flips=[LabelFlip(question_id=q, before=b, after=a) for q, b, a in pairs if a != b],
+        damaged=[f"earlier run: {line}" for line in earlier.damaged] + [f"this run: {line}" for line in new.damaged])
 
 
-def report_rejudge(params: dict, code: int) -> int:
+def report_rejudge(earlier_run: Path, new_run: RunDir, code: int) -> int:
     """After a rejudge run that finished: rejudge.json in the new run and one line of comparison."""
     if code not in (0, 2):
         return code
-    earlier = RunDir(Path(params["rejudge"]))
-    config = read_record(earlier.run, RunFile).config
-    new = RunDir.for_output(params["output"], config["model"], config["candidate"].get("kind", DEFAULT_KIND))
-    result = label_changes(earlier, new)
-    write_record(new.rejudge, result)
+    try:
+        result = label_changes(RunReader.open(earlier_run), RunReader.open(new_run.root))
+        write_record(new_run.rejudge, result)
+    except (NotARunDirectory, DamagedFile) as exc:
+        print(f"mobilemem: rejudge: no rejudge.json: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"mobilemem: rejudge: cannot write {new_run.rejudge}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    for line in result.damaged:
+        print(f"mobilemem: rejudge: left out (damaged): {line}", file=sys.stderr)
 
-    def pct(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.4f}"
+    def name(model: str | None) -> str:
+        return model or "an unknown judge (no judge-settings.json)"
 
-    print(f"rejudge: {result.compared} questions judged in both runs by {result.judge_model_before} and "
-          f"{result.judge_model_after}: accuracy {pct(result.accuracy_before)} -> {pct(result.accuracy_after)}, "
-          f"{len(result.flips)} labels flipped ({new.rejudge})")
+    print(f"rejudge: {result.compared} questions judged in both runs by {name(result.judge_model_before)} and "
+          f"{name(result.judge_model_after)}: accuracy {score_text(result.accuracy_before)} -> "
+          f"{score_text(result.accuracy_after)}, {len(result.flips)} labels flipped ({new_run.rejudge})")
     return code

@@ -4,6 +4,7 @@ as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), an
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,10 +16,10 @@ from lifecycle.arguments import CommandParser
 
 def _label(run: ComparedRun) -> str:
     """A short name of a run for file names: its run id's first 8 characters (of its directory's
-    path hash without one), so comparing one run with two others keeps both files."""
-    if run.run_id:
-        return run.run_id[:8]
-    return hashlib.sha256(str(Path(run.run_dir).resolve()).encode()).hexdigest()[:8]
+    path hash without one), so comparing one run with two others keeps both files. The id is the
+    earlier run's word: only [A-Za-z0-9_-] of it is kept."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "", run.run_id or "")[:8]
+    return safe or hashlib.sha256(str(Path(run.run_dir).resolve()).encode()).hexdigest()[:8]
 
 
 def _number(value: float | None) -> str:
@@ -76,5 +77,8 @@ def main(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"mobilemem: compare: cannot write into {folder}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    for side, run in (("A", result.run_a), ("B", result.run_b)):
+        for line in run.damaged:
+            print(f"mobilemem: compare: left out of run {side}: {run.run_dir}/{line}", file=sys.stderr)
     print("\n".join(summary_lines(result, json_path, html_path)))
     return 0

@@ -38,6 +38,7 @@ from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
+from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle import run_log
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
@@ -75,6 +76,22 @@ def _earlier_runs(paths: list[Path], run: RunDir) -> list[EarlierRun]:
     return earlier
 
 
+def _rejudged_plan(earlier: Path) -> RunFile:
+    try:
+        return RunReader.open(earlier).plan
+    except (NotARunDirectory, DamagedFile) as exc:
+        raise ConfigError(f"rejudge {earlier}: {exc}") from None
+
+
+def _refuse_another_dataset(earlier: Path, plan: RunFile, dataset: Dataset) -> None:
+    """A rejudge compares labels: on another dataset (a gold answer edited, say) a flip would be the
+    data's, not the judge's."""
+    for name in ("data_sha256", "questions_sha256"):
+        if getattr(plan, name) != getattr(dataset, name):
+            raise ConfigError(f"rejudge {earlier}: the dataset changed since that run ({name} differs: "
+                              f"{getattr(plan, name)[:12]}... then, {getattr(dataset, name)[:12]}... now)")
+
+
 def run_name() -> str:
     """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`."""
     parameters = flow_run.parameters
@@ -92,12 +109,10 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
               reuse: list[Path] | None = None, rejudge: Path | None = None) -> Plan:
     """Everything that can refuse the run, checked before any model request or file write. For a
     `rejudge` run, the earlier run's effective configuration is the base, and it is the one reused."""
-    base = None
+    earlier_plan = _rejudged_plan(Path(rejudge)) if rejudge is not None else None
     if rejudge is not None:
-        if not (Path(rejudge) / "run.json").is_file():
-            raise ConfigError(f"rejudge {rejudge}: not a run directory (it has no run.json)")
-        base, reuse = read_record(RunDir(Path(rejudge)).run, RunFile).config, [Path(rejudge)]
-    config = load_config(config_file, overrides, base=base)
+        reuse = [Path(rejudge)]
+    config = load_config(config_file, overrides, base=earlier_plan.config if earlier_plan else None)
     candidate = judge = None
     if not simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
@@ -108,6 +123,8 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     earlier = _earlier_runs(reuse or [], run)
     loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
                           max_session_images=config.candidate.max_images)
+    if earlier_plan is not None:
+        _refuse_another_dataset(rejudge, earlier_plan, loaded)
     run.claim()  # last: a refused start leaves nothing behind
     return Plan(config, loaded, run, simulate, candidate, judge, earlier, rejudge is not None)
 

@@ -131,7 +131,7 @@ def test_missing_or_broken_runs_are_refused_in_one_line(tmp_path):
     broken = make_run(tmp_path / "broken", all_correct())
     (broken / "run.json").write_text('{"schema_version": 1}')
     cases = {tmp_path / "absent": "is not a run directory", tmp_path / "empty": "no run.json",
-             no_results: "has no results.jsonl", broken: "run.json is not valid"}
+             no_results: "has no results.jsonl", broken: "run.json: not a valid RunFile"}
     for root, expected in cases.items():
         with pytest.raises(CompareRefused, match=re.escape(expected)) as refused:
             compare_runs(good, root)

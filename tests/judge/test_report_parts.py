@@ -12,6 +12,7 @@ from lifecycle.summary_files import write_summary
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, JudgmentFile, MetricsFile, PlannedQuestion,
                                RunFile, ToolCallRecord, Usage)
 from mobilemem.rundir import RunDir, write_record
+from mobilemem.run_reader import RunReader
 from mobilemem_judge.analysis import report_data
 from mobilemem_judge.analysis.report import write_report
 from mobilemem_judge.analysis.stats import mean_interval, mcnemar_exact, paired_difference
@@ -30,24 +31,32 @@ def test_thumbnails_are_small_jpegs_of_saved_images_only(tmp_path):
     run = RunDir(tmp_path)
     first = _image(run, 0, "msg-a-image-1.png")
     (run.user(0).workspace / "run-secret.txt").write_text("not an image")
-    thumbs = Thumbnails(tmp_path)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    Image.new("RGB", (64, 64)).save(outside / "elsewhere.png")
+    (run.user(0).workspace / "session/images/0_1/link.png").symlink_to(outside / "elsewhere.png")
+    (run.user(0).workspace / "session/images/0_2").symlink_to(outside, target_is_directory=True)
+    thumbs = Thumbnails(RunReader(RunDir(tmp_path)))
     keys = [thumbs.add(0, first), thumbs.add(0, first), thumbs.add(0, "../../run.json"),
-            thumbs.add(0, "session/images/0_1/gone.png"), thumbs.add(0, "run-secret.txt")]
+            thumbs.add(0, "session/images/0_1/gone.png"), thumbs.add(0, "run-secret.txt"),
+            thumbs.add(0, "session/images/0_1/link.png"), thumbs.add(0, "session/images/0_2/elsewhere.png")]
     thumbs.make()
     assert keys[0] == keys[1] and list(thumbs.uris) == [keys[0]]
     assert thumbs.uris[keys[0]].startswith("data:image/jpeg;base64,")
     assert thumbs.missing == {keys[2]: "not a saved image of the workspace",
                               keys[3]: "the image is no longer in the workspace",
-                              keys[4]: "not a saved image of the workspace"}
+                              keys[4]: "not a saved image of the workspace",
+                              keys[5]: "not shown: is a symbolic link: not followed",
+                              keys[6]: "not shown: is a symbolic link: not followed"}
 
 
 def test_thumbnails_stop_at_the_budget_in_first_seen_order(tmp_path):
     run = RunDir(tmp_path)
     names = [_image(run, 1, f"msg-{i}-image-1.png") for i in range(4)]
-    probe = Thumbnails(tmp_path)
+    probe = Thumbnails(RunReader(RunDir(tmp_path)))
     probe.add(1, names[0])
     probe.make()
-    thumbs = Thumbnails(tmp_path, budget_bytes=2 * probe.bytes)
+    thumbs = Thumbnails(RunReader(RunDir(tmp_path)), budget_bytes=2 * probe.bytes)
     keys = [thumbs.add(1, name) for name in names]
     thumbs.make()
     assert list(thumbs.uris) == keys[:2]

@@ -86,7 +86,7 @@ class RunReader:
     def root(self) -> Path:
         return self.run.root
 
-    def _inside(self, path: Path) -> Path:
+    def confined(self, path: Path) -> Path:
         """`path` if every component from the root down to it is not a link; FileNotFoundError if
         a component is missing."""
         try:
@@ -105,7 +105,7 @@ class RunReader:
     def bytes_of(self, path: Path) -> bytes | None:
         """The bytes of a regular file under the root, or None when it does not exist."""
         try:
-            target = self._inside(path)
+            target = self.confined(path)
             fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             return None
@@ -160,10 +160,17 @@ class RunReader:
         if line not in self.damaged:
             self.damaged.append(line)
 
-    def lines(self, path: Path, model: type[R]) -> list[R]:
+    def lines(self, path: Path, model: type[R], tolerant: bool = False) -> list[R]:
         """Every line of a JSONL file, validated; [] when it does not exist. A damaged line is a
-        DamagedFile naming the file and the line."""
-        data = self.bytes_of(path)
+        DamagedFile naming the file and the line, or with `tolerant`, left out and kept in `damaged`
+        (a damaged file as a whole too)."""
+        try:
+            data = self.bytes_of(path)
+        except DamagedFile as exc:
+            if not tolerant:
+                raise
+            self.note(exc)
+            return []
         records = []
         for number, line in enumerate((data or b"").splitlines(), start=1):
             if not line.strip():
@@ -171,14 +178,17 @@ class RunReader:
             try:
                 records.append(model.model_validate_json(line))
             except ValidationError as exc:
-                raise DamagedFile(path, f"line {number}: {validation_summary(exc, model)}") from None
+                damage = DamagedFile(path, f"line {number}: {validation_summary(exc, model)}")
+                if not tolerant:
+                    raise damage from None
+                self.note(damage)
         return records
 
     def files(self, folder: Path, suffix: str = "") -> Iterator[Path]:
         """The regular files directly in `folder` (sorted; none when it does not exist); a link in
         it is skipped and kept in `damaged`."""
         try:
-            self._inside(folder)
+            self.confined(folder)
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
             return
@@ -197,7 +207,7 @@ class RunReader:
         """Every regular file under `folder`, recursively and sorted; links (to files or folders)
         are skipped and kept in `damaged`, never followed."""
         try:
-            self._inside(folder)
+            self.confined(folder)
         except FileNotFoundError:
             return
         except DamagedFile as exc:

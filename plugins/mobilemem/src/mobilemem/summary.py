@@ -9,6 +9,11 @@ judge usage never counts. Unknown token totals stay null, and a mean never count
 is left out of the mean, and `known` says how many of the denominator's units it covers. The
 evidence split counts the scored questions by their attribution.json (written by the judge's
 analysis, which this module never imports).
+
+Every file is read through `mobilemem.run_reader` (no link followed, every record validated). A
+damaged record costs only its own item: a question whose answer, judgment, metrics or error file is
+damaged has status `damaged` (never scored), a damaged session is a unit of unknown tokens, a
+damaged attribution leaves its question unattributed; each is one line of `damaged`.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from mobilemem.records import (
     SummaryFile,
     UsageSummary,
 )
-from mobilemem.rundir import RunDir, read_lines, read_record
+from mobilemem.run_reader import RunReader
 from mobilemem.usage import known_tokens, summarize
 
 
@@ -53,6 +58,7 @@ class _Outcome:
     metrics: MetricsFile | None
     error: ErrorFile | None
     attribution: AttributionFile | None
+    damaged: bool = False  # one of its answer, judgment, metrics or error files could not be trusted
 
     @property
     def answered(self) -> bool:
@@ -64,26 +70,26 @@ class _Outcome:
 
     @property
     def scored(self) -> bool:
-        return self.answered and self.judged and self.metrics is not None
+        return not self.damaged and self.answered and self.judged and self.metrics is not None
 
     @property
     def status(self) -> str:
+        if self.damaged:
+            return "damaged"
         if self.scored:
             return "scored"
         return self.error.stage if self.error else "not_run"
 
 
-def _maybe(path: Path, model):
-    return read_record(path, model) if path.exists() else None
-
-
-def _outcomes(run: RunDir, plan: RunFile) -> list[_Outcome]:
+def _outcomes(reader: RunReader) -> list[_Outcome]:
     outcomes = []
-    for planned in plan.questions:
-        q = run.user(planned.user_id).question(planned.question_id)
-        outcomes.append(_Outcome(planned, _maybe(q.answer_response, AnswerResponseFile),
-                                 _maybe(q.judgment, JudgmentFile), _maybe(q.metrics, MetricsFile),
-                                 _maybe(q.error, ErrorFile), _maybe(q.attribution, AttributionFile)))
+    for planned in reader.plan.questions:
+        q = reader.run.user(planned.user_id).question(planned.question_id)
+        before = len(reader.damaged)
+        records = (reader.tolerant(q.answer_response, AnswerResponseFile), reader.tolerant(q.judgment, JudgmentFile),
+                   reader.tolerant(q.metrics, MetricsFile), reader.tolerant(q.error, ErrorFile))
+        damaged = len(reader.damaged) > before
+        outcomes.append(_Outcome(planned, *records, reader.tolerant(q.attribution, AttributionFile), damaged))
     return outcomes
 
 
@@ -129,42 +135,54 @@ def _known_tokens(requests: list[ObservedRequest]) -> int | None:
     return known_tokens(summarize(requests))
 
 
-def _mean_tokens(units: list[list[ObservedRequest]], attempted: int, completed: int, reused: int) -> MeanTokens:
-    """The mean over the units (users, questions) whose token count is known; `known` of `denominator`."""
-    known = [t for t in map(_known_tokens, units) if t is not None]
+def _mean_tokens(units: list[list[ObservedRequest] | None], attempted: int, completed: int, reused: int,
+                 ) -> MeanTokens:
+    """The mean over the units (users, questions) whose token count is known (None: a unit with a
+    damaged record); `known` of `denominator`."""
+    known = [t for t in (_known_tokens(u) if u is not None else None for u in units) if t is not None]
     tokens = sum(known) if known else None
     return MeanTokens(value=tokens / len(known) if known else None, tokens=tokens, denominator=len(units),
                       known=len(known), attempted=attempted, completed=completed, reused=reused)
 
 
-def _reuse_records(run: RunDir, plan: RunFile) -> dict[int, ReuseFile]:
-    return {u: read_record(run.user(u).reuse, ReuseFile) for u in plan.users if run.user(u).reuse.is_file()}
+def _reuse_records(reader: RunReader) -> dict[int, ReuseFile]:
+    records = {u: reader.tolerant(reader.run.user(u).reuse, ReuseFile) for u in reader.plan.users}
+    return {u: record for u, record in records.items() if record is not None}
 
 
-def _session_requests(run: RunDir, user_id: int) -> list[list[ObservedRequest]]:
-    sessions = run.user(user_id).sessions
-    return [read_record(p, SessionFile).requests for p in sorted(sessions.glob("*.json"))] if sessions.is_dir() else []
+def _session_requests(reader: RunReader, user_id: int) -> list[list[ObservedRequest] | None]:
+    """Each session's requests; None for a damaged session file."""
+    sessions = (reader.tolerant(p, SessionFile) for p in reader.files(reader.run.user(user_id).sessions, ".json"))
+    return [s.requests if s is not None else None for s in sessions]
 
 
-def _usage(run: RunDir, plan: RunFile, outcomes: list[_Outcome]) -> UsageSummary:
+def _user_requests(sessions: list[list[ObservedRequest] | None]) -> list[ObservedRequest] | None:
+    return None if None in sessions else [r for s in sessions if s for r in s]
+
+
+def _usage(reader: RunReader, outcomes: list[_Outcome]) -> UsageSummary:
     """Usage policy v2: what this run sent. Memories and answers copied from an earlier run
     (`reuse.json`) are reported apart, with their original usage, and are in no mean."""
-    reuse = _reuse_records(run, plan)
+    run, plan = reader.run, reader.plan
+    reuse = _reuse_records(reader)
     fresh_users = [u for u in plan.users if u not in reuse or reuse[u].memory is None]
     copied_answers = {q for r in reuse.values() for q in r.answers}
-    per_user = {u: [r for s in _session_requests(run, u) for r in s] for u in fresh_users}
-    memory = summarize(r for requests in per_user.values() for r in requests)
+    sessions = {u: _session_requests(reader, u) for u in plan.users}
+    per_user = {u: _user_requests(sessions[u]) for u in fresh_users}
+    memory = summarize(r for u in fresh_users for s in sessions[u] if s for r in s)
     fresh = [o for o in outcomes if o.planned.question_id not in copied_answers]
-    per_question = [o.answer.requests if o.answer else [] for o in fresh]
+    per_question = [None if o.damaged else o.answer.requests if o.answer else [] for o in fresh]
     for outcome, requests in zip(fresh, per_question):
-        if outcome.planned.user_id in per_user:
-            per_user[outcome.planned.user_id] += requests  # run.json plans questions of scheduled users only
-    reused_sessions = [s for u in plan.users if u not in per_user for s in _session_requests(run, u)]
+        user = outcome.planned.user_id
+        if user in per_user:  # run.json plans questions of scheduled users only
+            mine = per_user[user]
+            per_user[user] = None if mine is None or requests is None else mine + requests
+    reused_sessions = [s for u in plan.users if u not in per_user for s in sessions[u] if s is not None]
     copied = [o for o in outcomes if o.planned.question_id in copied_answers]
     return UsageSummary(
-        memory=memory, answer=summarize(r for requests in per_question for r in requests),
+        memory=memory, answer=summarize(r for requests in per_question if requests for r in requests),
         mean_tokens_per_user=_mean_tokens(
-            list(per_user.values()), sum(bool(_session_requests(run, u)) for u in fresh_users),
+            list(per_user.values()), sum(bool(sessions[u]) for u in fresh_users),
             sum(run.user(u).memory_usage.exists() for u in fresh_users), len(plan.users) - len(fresh_users)),
         mean_tokens_per_question=_mean_tokens(per_question, sum(o.answer is not None for o in fresh),
                                               sum(o.answered for o in fresh), len(copied)),
@@ -188,9 +206,11 @@ def _result(outcome: _Outcome) -> ResultLine:
 
 
 def summarize_run(root: Path) -> tuple[SummaryFile, list[ResultLine]]:
-    run = RunDir(root)
-    plan = read_record(run.run, RunFile)
-    outcomes = _outcomes(run, plan)
+    """Raises NotARunDirectory or DamagedFile when run.json cannot be trusted; any other damage is
+    in the summary's `damaged`."""
+    reader = RunReader.open(root)
+    plan = reader.plan
+    outcomes = _outcomes(reader)
     gaps: dict[str, Counter[str]] = defaultdict(Counter)
     for outcome in outcomes:
         if outcome.error and not outcome.scored:
@@ -201,8 +221,10 @@ def summarize_run(root: Path) -> tuple[SummaryFile, list[ResultLine]]:
         scored=sum(o.scored for o in outcomes), overall=_score(outcomes),
         by_language=_by(outcomes, lambda p: p.language), by_difficulty=_by(outcomes, lambda p: p.difficulty),
         gaps={stage: dict(sorted(reasons.items())) for stage, reasons in sorted(gaps.items())},
-        usage=_usage(run, plan, outcomes), cleanup_error_count=len(read_lines(run.cleanup_errors, ErrorLine)),
-        not_attempted=sum(o.status == "not_run" for o in outcomes), evidence=_evidence(outcomes))
+        usage=_usage(reader, outcomes),
+        cleanup_error_count=len(reader.lines(reader.run.cleanup_errors, ErrorLine, tolerant=True)),
+        not_attempted=sum(o.status == "not_run" for o in outcomes), evidence=_evidence(outcomes),
+        damaged=reader.damaged)
     return summary, [_result(o) for o in outcomes]
 
 

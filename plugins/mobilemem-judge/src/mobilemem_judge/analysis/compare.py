@@ -1,6 +1,8 @@
 """`compare RUN_A RUN_B`: run B against run A on the questions both scored, as a `CompareFile`.
 
-A pure function of the two run directories (run.json, results.jsonl, job.json): accuracy with the
+A pure function of the two run directories (run.json, results.jsonl, job.json), read through
+`mobilemem.run_reader`: a damaged run.json refuses, a damaged results line is left out of the
+comparison and listed in the run's `damaged`. Accuracy with the
 exact McNemar test, accuracy, F1 and BLEU-1 differences (B - A) with paired bootstrap intervals,
 overall and by language and difficulty, and the questions whose label flipped either way. Runs of
 different datasets (their sha256 in run.json differ) are refused.
@@ -14,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
-from pydantic import ValidationError
-
 from mobilemem.errors import MobilememError
 from mobilemem.records import (CompareFile, ComparedRun, JobFile, McNemarCounts, PairedGroup, PairedScore,
                                QuestionFlip, ResultLine, RunFile)
-from mobilemem.rundir import RunDir, read_lines, read_record
+from mobilemem.rundir import RunDir
+from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem_judge.analysis import stats
 
 DATASET_HASHES = ("data_sha256", "questions_sha256")
@@ -31,32 +32,28 @@ class CompareRefused(MobilememError):
 
 @dataclass(frozen=True)
 class _Run:
-    dir: RunDir
-    plan: RunFile
+    reader: RunReader
     scored: dict[tuple[int, str], ResultLine]
 
+    @property
+    def dir(self) -> RunDir:
+        return self.reader.run
 
-def _read(path: Path, model, missing: str, reader=read_record):
-    if not path.is_file():  # read_lines would read a missing results.jsonl as empty
-        raise CompareRefused(f"{path.parent} {missing}")
-    try:
-        return reader(path, model)
-    except OSError as exc:
-        raise CompareRefused(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "file"
-        raise CompareRefused(f"{path} is not valid: {where}: {first['msg']}") from None
+    @property
+    def plan(self) -> RunFile:
+        return self.reader.plan
 
 
 def _load(root: Path) -> _Run:
-    if not root.is_dir():
-        raise CompareRefused(f"{root} is not a run directory")
-    run = RunDir(root)
-    plan = _read(run.run, RunFile, "is not a run directory (no run.json)")
-    lines = _read(run.results, ResultLine, "has no results.jsonl (`python flows/mobilemem.py summarize RUN_DIR` "
-                  "writes it)", read_lines)
-    return _Run(run, plan, {(line.user_id, line.question_id): line for line in lines if line.status == "scored"})
+    try:
+        reader = RunReader.open(root)
+        if reader.bytes_of(reader.run.results) is None:
+            raise CompareRefused(f"{root} has no results.jsonl (`python flows/mobilemem.py summarize RUN_DIR` "
+                                 "writes it)")
+    except (NotARunDirectory, DamagedFile) as exc:
+        raise CompareRefused(str(exc)) from None
+    lines = reader.lines(reader.run.results, ResultLine, tolerant=True)
+    return _Run(reader, {(line.user_id, line.question_id): line for line in lines if line.status == "scored"})
 
 
 def _refuse_other_datasets(a: _Run, b: _Run) -> None:
@@ -93,11 +90,9 @@ def _by(pairs: list[tuple[ResultLine, ResultLine]], key: Callable[[ResultLine], 
 
 def _question_text(runs: tuple[_Run, _Run], user_id: int, question_id: str) -> str | None:
     for run in runs:
-        path = run.dir.user(user_id).question(question_id).job
-        try:
-            return read_record(path, JobFile).question
-        except (OSError, ValidationError):
-            continue
+        job = run.reader.tolerant(run.dir.user(user_id).question(question_id).job, JobFile)
+        if job is not None:
+            return job.question
     return None
 
 
@@ -112,7 +107,8 @@ def _side(run: _Run, other: _Run) -> ComparedRun:
     model = run.plan.config.get("model")
     return ComparedRun(run_dir=str(run.dir.root), run_id=run.plan.flow_run_id,
                        model=model if isinstance(model, str) else None, started_at=run.plan.started_at,
-                       scored=len(run.scored), scored_only_here=len(run.scored.keys() - other.scored.keys()))
+                       scored=len(run.scored), scored_only_here=len(run.scored.keys() - other.scored.keys()),
+                       damaged=run.reader.damaged)
 
 
 def compare_runs(root_a: Path, root_b: Path) -> CompareFile:
@@ -121,10 +117,10 @@ def compare_runs(root_a: Path, root_b: Path) -> CompareFile:
     _refuse_other_datasets(a, b)
     pairs = [(a.scored[key], b.scored[key]) for key in sorted(a.scored.keys() & b.scored.keys())]
     flips = [(x, y) for x, y in pairs if x.label != y.label]
+    only_a = [_flip((a, b), x, y) for x, y in flips if x.label == "CORRECT"]
+    only_b = [_flip((a, b), x, y) for x, y in flips if y.label == "CORRECT"]
     return CompareFile(
         run_a=_side(a, b), run_b=_side(b, a), data_sha256=a.plan.data_sha256,
         questions_sha256=a.plan.questions_sha256, confidence=stats.CONFIDENCE, resamples=stats.RESAMPLES,
         seed=stats.SEED, overall=_group(pairs), by_language=_by(pairs, lambda line: line.language),
-        by_difficulty=_by(pairs, lambda line: line.difficulty),
-        correct_only_in_a=[_flip((a, b), x, y) for x, y in flips if x.label == "CORRECT"],
-        correct_only_in_b=[_flip((a, b), x, y) for x, y in flips if y.label == "CORRECT"])
+        by_difficulty=_by(pairs, lambda line: line.difficulty), correct_only_in_a=only_a, correct_only_in_b=only_b)

@@ -1,7 +1,10 @@
 """What report.html shows, read from a run directory's files: a pure function of them, like
 `summarize`. The scores are summary.json's; their intervals are bootstrapped over the same scored
 set, read from results.jsonl (the two files are written together; a disagreement is refused).
-Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count stays unknown."""
+Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count stays unknown.
+Files are read through `mobilemem.run_reader`: a damaged run.json, summary.json or results.jsonl
+refuses the report in one line; a damaged file of one question or session leaves out only what it
+held (its detail says so) and is listed in the report's `damaged`."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from mobilemem.errors import MobilememError
 from mobilemem.records import (
@@ -27,7 +30,8 @@ from mobilemem.records import (
     SummaryFile,
     ToolCallRecord,
 )
-from mobilemem.rundir import QuestionDir, RunDir, UserDir, read_lines, read_record
+from mobilemem.rundir import QuestionDir, UserDir
+from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem.usage import known_tokens, summarize
 from mobilemem_judge.analysis.stats import Interval, mean_interval
 from mobilemem_judge.analysis.thumbnails import Thumbnails
@@ -96,6 +100,7 @@ class Report:
     questions: list[QuestionRow]
     details: list[dict[str, Any]]
     thumbnails: Thumbnails = field(repr=False)
+    damaged: list[str] = field(default_factory=list)  # files left out, one line each (run-relative)
 
     @property
     def scored_rows(self) -> list[QuestionRow]:
@@ -104,19 +109,6 @@ class Report:
 
 def gold_text(gold: str | list[str]) -> str:
     return gold if isinstance(gold, str) else " | ".join(gold)
-
-
-def _read(path: Path, model: type[R]) -> R:
-    try:
-        return read_record(path, model)
-    except ValidationError as exc:  # name the damaged file, in one line
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "the file"
-        raise ReportError(f"{path}: not a valid {model.__name__} ({where}: {error['msg']})") from None
-
-
-def _maybe(path: Path, model: type[R]) -> R | None:
-    return _read(path, model) if path.is_file() else None
 
 
 def _group(kind: str, name: str, score: Score, lines: list[ResultLine]) -> Group:
@@ -143,15 +135,17 @@ def _groups(summary: SummaryFile, lines: list[ResultLine]) -> list[Group]:
     return groups
 
 
-def _user_cost(user: UserDir, user_id: int, lines: list[ResultLine]) -> UserCost:
-    reuse = _maybe(user.reuse, ReuseFile)
-    sessions = [_read(p, SessionFile) for p in sorted(user.sessions.glob("*.json"))] \
-        if user.sessions.is_dir() else []
+def _user_cost(reader: RunReader, user: UserDir, user_id: int, lines: list[ResultLine]) -> UserCost:
+    """A damaged session or answer file makes that part of the user's cost unknown."""
+    reuse = reader.tolerant(user.reuse, ReuseFile)
+    sessions = [reader.tolerant(p, SessionFile) for p in reader.files(user.sessions, ".json")]
     copied = set(reuse.answers) if reuse else set()
-    answers = [_maybe(user.question(line.question_id).answer_response, AnswerResponseFile)
+    before = len(reader.damaged)
+    answers = [reader.tolerant(user.question(line.question_id).answer_response, AnswerResponseFile)
                for line in lines if line.user_id == user_id and line.question_id not in copied]
-    memory = known_tokens(summarize(r for s in sessions for r in s.requests))
-    answer = known_tokens(summarize(r for a in answers if a for r in a.requests))
+    memory = None if None in sessions else known_tokens(summarize(r for s in sessions if s for r in s.requests))
+    answer = None if len(reader.damaged) > before else known_tokens(
+        summarize(r for a in answers if a for r in a.requests))
     return UserCost(user_id, memory, answer, len(sessions), reused=bool(reuse and reuse.memory))
 
 
@@ -169,13 +163,15 @@ def _tool_step(call: ToolCallRecord, user_id: int, thumbnails: Thumbnails) -> di
     return step
 
 
-def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thumbnails,
+def _question(reader: RunReader, index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thumbnails,
               ) -> tuple[QuestionRow, dict[str, Any]]:
-    job = _maybe(paths.job, JobFile)
-    answer = _maybe(paths.answer_response, AnswerResponseFile)
-    judgment = _maybe(paths.judgment, JudgmentFile)
-    error = _maybe(paths.error, ErrorFile) if line.status != "scored" else None
-    attribution = _maybe(paths.attribution, AttributionFile)
+    before = len(reader.damaged)
+    job = reader.tolerant(paths.job, JobFile)
+    answer = reader.tolerant(paths.answer_response, AnswerResponseFile)
+    judgment = reader.tolerant(paths.judgment, JudgmentFile)
+    error = reader.tolerant(paths.error, ErrorFile) if line.status != "scored" else None
+    attribution = reader.tolerant(paths.attribution, AttributionFile)
+    damaged = reader.damaged[before:]
     response = answer.response if answer else None
     row = QuestionRow(
         index=index, user_id=line.user_id, question_id=line.question_id, status=line.status,
@@ -199,6 +195,7 @@ def _question(index: int, line: ResultLine, paths: QuestionDir, thumbnails: Thum
         "judge_error": judgment.error if judgment and not judgment.success else None,
         "gap": {"stage": error.stage, "reason": error.reason, "detail": error.detail} if error else None,
         "attribution": attribution.model_dump(mode="json") if attribution else None,
+        "damaged": damaged,
     }
     return row, detail
 
@@ -214,25 +211,31 @@ def _fit_excerpts(details: list[dict[str, Any]]) -> None:
         step[name] = step[name][:excerpt]
 
 
-def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
-    run = RunDir(Path(run_dir))
-    for needed in (run.run, run.summary, run.results):
-        if not needed.is_file():
-            raise ReportError(f"{run.root} has no {needed.name}: not a finished run directory"
-                              + ("" if needed == run.run else " (run `python flows/mobilemem.py summarize RUN_DIR`)"))
-    plan = _read(run.run, RunFile)
-    summary = _read(run.summary, SummaryFile)
+def _open(run_dir: Path) -> tuple[RunReader, SummaryFile, list[ResultLine]]:
+    """run.json, summary.json and results.jsonl, validated; ReportError (one line) otherwise."""
     try:
-        lines = read_lines(run.results, ResultLine)
-    except ValidationError as exc:
-        raise ReportError(f"{run.results}: a line is not a valid ResultLine ({exc.errors()[0]['msg']})") from None
-    thumbnails = thumbnails or Thumbnails(run.root)
+        reader = RunReader.open(run_dir)
+        run = reader.run
+        for needed in (run.summary, run.results):
+            if reader.bytes_of(needed) is None:
+                raise ReportError(f"{run.root} has no {needed.name}: not a finished run directory (run "
+                                  "`python flows/mobilemem.py summarize RUN_DIR`)")
+        return reader, reader.read(run.summary, SummaryFile), reader.lines(run.results, ResultLine)
+    except (NotARunDirectory, DamagedFile) as exc:
+        raise ReportError(str(exc)) from None
+
+
+def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
+    reader, summary, lines = _open(Path(run_dir))
+    run, plan = reader.run, reader.plan
+    thumbnails = thumbnails or Thumbnails(reader)
     rows, details = [], []
     for index, line in enumerate(lines):
-        row, detail = _question(index, line, run.user(line.user_id).question(line.question_id), thumbnails)
+        row, detail = _question(reader, index, line, run.user(line.user_id).question(line.question_id), thumbnails)
         rows.append(row)
         details.append(detail)
     _fit_excerpts(details)
     thumbnails.make()
-    users = [_user_cost(run.user(u), u, lines) for u in plan.users]
-    return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails)
+    users = [_user_cost(reader, run.user(u), u, lines) for u in plan.users]
+    return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails,
+                  reader.damaged)

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image, UnidentifiedImageError
 
-from mobilemem.rundir import RunDir
+from mobilemem.run_reader import DamagedFile, RunReader
 
 SIZE = (128, 128)
 QUALITY = 65
@@ -23,8 +23,8 @@ IMAGES_FOLDER = PurePosixPath("session/images")  # where ReMe saved the ingested
 
 
 class Thumbnails:
-    def __init__(self, run_root: Path, budget_bytes: int = BUDGET_BYTES) -> None:
-        self._run = RunDir(run_root)
+    def __init__(self, reader: RunReader, budget_bytes: int = BUDGET_BYTES) -> None:
+        self._reader = reader
         self._budget = budget_bytes
         self._pending: dict[str, Path] = {}
         self.uris: dict[str, str] = {}
@@ -36,12 +36,17 @@ class Thumbnails:
         key = f"{user_id}/{path}"
         if key in self._pending or key in self.missing:
             return key
-        workspace = self._run.user(user_id).workspace.resolve()
-        target = (workspace / path).resolve()
-        if not target.is_relative_to(workspace / IMAGES_FOLDER):
+        workspace = self._reader.run.user(user_id).workspace
+        relative = PurePosixPath(path)
+        if relative.is_absolute() or ".." in relative.parts or not relative.is_relative_to(IMAGES_FOLDER):
             self.missing[key] = "not a saved image of the workspace"
-        elif not target.is_file():
+            return key
+        try:
+            target = self._reader.confined(workspace / relative)
+        except FileNotFoundError:
             self.missing[key] = "the image is no longer in the workspace"
+        except DamagedFile as exc:
+            self.missing[key] = f"not shown: {exc.why}"
         else:
             self._pending[key] = target
         return key
@@ -50,7 +55,7 @@ class Thumbnails:
         """Make the registered thumbnails, in the order they were first seen, until the budget is spent."""
         keys = list(self._pending)
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            made = list(pool.map(_thumbnail_or_reason, (self._pending[k] for k in keys)))
+            made = list(pool.map(self._thumbnail_or_reason, (self._pending[k] for k in keys)))
         self._pending.clear()
         for key, result in zip(keys, made):
             if isinstance(result, str):
@@ -62,9 +67,17 @@ class Thumbnails:
                 self.bytes += len(result)
 
 
-def _thumbnail_or_reason(path: Path) -> bytes | str:
+    def _thumbnail_or_reason(self, path: Path) -> bytes | str:
+        try:
+            data = self._reader.bytes_of(path)
+        except DamagedFile as exc:
+            return f"cannot be shown: {exc.why}"
+        return _thumbnail(data) if data is not None else "the image is no longer in the workspace"
+
+
+def _thumbnail(data: bytes) -> bytes | str:
     try:
-        with Image.open(path) as image:  # an MPO opens at its first picture, the one the agent was shown
+        with Image.open(io.BytesIO(data)) as image:  # an MPO opens at its first picture, the one the agent was shown
             image.draft("RGB", SIZE)  # JPEG: decode at reduced size, much faster for large photos
             picture = image.convert("RGB")
         picture.thumbnail(SIZE, resample=Image.Resampling.BILINEAR, reducing_gap=2.0)

@@ -19,12 +19,15 @@ class RejudgeFile(RecordBase):
 
     earlier_run: str
     earlier_run_id: str | None
-    judge_model_before: str
-    judge_model_after: str
+    judge_model_before: str | None = Field(description="null when the earlier run has no readable "
+                                                         "judge-settings.json")
+    judge_model_after: str | None
     compared: int = Field(description="questions judged in both runs")
     accuracy_before: float | None = Field(description="over the compared questions")
     accuracy_after: float | None
     flips: list[LabelFlip]
+    damaged: list[str] = Field(default_factory=list, description="judgments (or judge settings) of either run "
+                               "that could not be trusted and were left out, one line each")
 
 
 class ComparedRun(BaseModel):
@@ -37,6 +40,8 @@ class ComparedRun(BaseModel):
     started_at: AwareDatetime
     scored: int = Field(description="questions scored in this run")
     scored_only_here: int = Field(description="scored in this run but not in the other")
+    damaged: list[str] = Field(default_factory=list, description="lines or files of this run that could not be "
+                               "trusted and were left out (run-relative), one line each")
 
 
 class PairedScore(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mobilemem.records.base import RunState, Label, RecordBase
 from mobilemem.records.usage import Usage
@@ -15,14 +15,22 @@ class ResultLine(RecordBase):
     question_id: str
     language: str
     difficulty: str | None
-    status: Literal["scored", "history", "index", "answer", "judge", "not_run"]
+    status: Literal["scored", "history", "index", "answer", "judge", "not_run", "damaged"] = Field(
+        description="scored, the stage of its gap, not_run (no outcome), or damaged (one of its records could "
+                    "not be trusted when the summary was made: summary.json's `damaged` names it)")
     prediction: str | None
     gold: str | list[str]
     label: Label | None
-    f1: float | None
-    bleu1: float | None
+    f1: float | None = Field(ge=0, le=1)
+    bleu1: float | None = Field(ge=0, le=1)
     answer_tokens: int | None
     answer_latency_s: float | None
+
+    @model_validator(mode="after")
+    def _scored_lines_have_scores(self) -> ResultLine:
+        if self.status == "scored" and None in (self.label, self.f1, self.bleu1):
+            raise ValueError("a scored line needs its label, f1 and bleu1")
+        return self
 
 
 class Score(BaseModel):
@@ -116,6 +124,9 @@ class SummaryFile(RecordBase):
     not_attempted: int = Field(default=0, description="selected questions with no outcome at all (status not_run)")
     evidence: EvidenceSummary | None = Field(default=None, description="the evidence attribution split (null in "
                                                                           "older summaries)")
+    damaged: list[str] = Field(default_factory=list, description="files of the run that could not be trusted "
+                               "(a link, unreadable, truncated or not valid), one line each, run-relative; "
+                               "each costs only its own item")
 
     @property
     def gap_count(self) -> int:
