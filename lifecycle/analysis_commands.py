@@ -34,10 +34,15 @@ def report(argv: Sequence[str]) -> int:
     if run_dir is None:
         return 1
     try:
-        path = write_report(run_dir)
+        path, damaged = write_report(run_dir)
     except ReportError as exc:
         print(f"mobilemem: report: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"mobilemem: report: cannot write into {run_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    for line in damaged:
+        print(f"mobilemem: report: left out {run_dir}/{line}", file=sys.stderr)
     print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 

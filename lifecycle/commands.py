@@ -154,8 +154,9 @@ def label_changes(earlier: RunReader, new: RunReader) -> RejudgeFile:
 
 
 def report_rejudge(earlier_run: Path, new_run: RunDir, code: int) -> int:
-    """After a rejudge run that finished: rejudge.json in the new run and one line of comparison."""
-    if code not in (0, 2):
+    """After a rejudge run that finished (scored something or not): rejudge.json in the new run and
+    one line of comparison."""
+    if code not in (0, 2, 4):
         return code
     try:
         result = label_changes(RunReader.open(earlier_run), RunReader.open(new_run.root))

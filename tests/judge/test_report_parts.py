@@ -109,7 +109,7 @@ def test_a_huge_tool_argument_is_cut_and_marked_and_leaves_the_report_its_size(t
                           result_chars=7)
     sizes = {}
     for name, call in (("small", small), ("huge", huge)):
-        page = write_report(_answered_run(tmp_path / name, [call]).root).read_text(encoding="utf-8")
+        page = write_report(_answered_run(tmp_path / name, [call]).root)[0].read_text(encoding="utf-8")
         sizes[name] = len(page.encode("utf-8"))
         blob = re.search(r'<script type="application/json" id="details-data">(.*?)</script>', page, re.S)
         step = json.loads(blob.group(1))[0]["tools"][0]

@@ -161,9 +161,10 @@ def _maybe_figure(fig: go.Figure | None, div_id: str) -> Markup | None:
     return figure(fig, div_id) if fig is not None else None
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write RUN_DIR/report.html (atomically) and return its path."""
+def write_report(run_dir: Path) -> tuple[Path, list[str]]:
+    """Write RUN_DIR/report.html (atomically); its path, and the files of the run it left out as
+    damaged (one line each, run-relative)."""
     report = load_report(Path(run_dir))
     target = report.run_dir / REPORT_FILE
     write_bytes_atomic(target, render_report(report).encode("utf-8"))
-    return target
+    return target, report.damaged
