@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 
+from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
+
+UserId = Annotated[int, Field(ge=0, le=MAX_USER_ID)]  # ids name folders of the run: an edited run.json is refused
 
 
 class PlannedQuestion(BaseModel):
     """A selected question as the run's plan lists it (run.json is never shown to the candidate)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    user_id: int
-    question_id: str
+    user_id: UserId
+    question_id: SafeId
     language: str
     difficulty: str | None
     gold: str | list[str]
@@ -65,7 +68,7 @@ class RunFile(RecordBase):
     heartbeat_at: AwareDatetime | None = Field(default=None, description="updated while the run is alive")
     simulated: bool
     state: RunState
-    users: list[int] = Field(default_factory=list, description="the scheduled users")
+    users: list[UserId] = Field(default_factory=list, description="the scheduled users")
     questions: list[PlannedQuestion] = Field(default_factory=list, description="the selected questions")
 
 
