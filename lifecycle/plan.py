@@ -59,8 +59,9 @@ def _reuse(args: argparse.Namespace, dataset: Dataset, config: Config,
     try:
         earlier = [reuse.EarlierRun.open(path) for path in args.reuse]
         return {user.user_id: match_user(
-            earlier, user, fingerprints.memory_fingerprint(user, dataset.root, config.model, config.candidate,
-                                                           provenance, frozen, args.simulate),  # as in open_run
+            earlier, user, fingerprints.memory_fingerprint(user, dataset.images_of(user), config.model,
+                                                           config.candidate, provenance, frozen,
+                                                           args.simulate),  # as in open_run
             config.candidate, dataset.judge_questions, settings) for user in dataset.users}
     except (OSError, ValueError) as exc:  # not a run directory, or a record that does not validate
         raise ConfigError(f"--reuse: {describe(exc)}") from None

@@ -169,6 +169,7 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
         package_versions=_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
+        images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
         prompt_sha256=frozen_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
         flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
@@ -211,8 +212,9 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
 
 
 def _memory_fingerprints(plan: Plan, model: str, manifest: RunFile) -> dict[int, str]:
-    return {u.user_id: fingerprints.memory_fingerprint(u, plan.dataset.root, model, plan.config.candidate,
-                                                       manifest.candidate, manifest.prompt_sha256, plan.simulate)
+    return {u.user_id: fingerprints.memory_fingerprint(u, plan.dataset.images_of(u), model,
+                                                       plan.config.candidate, manifest.candidate,
+                                                       manifest.prompt_sha256, plan.simulate)
             for u in plan.dataset.users}
 
 

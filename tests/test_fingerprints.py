@@ -3,6 +3,8 @@ or a plugin text changes every memory and answer and no judgment; the judge mode
 judgments; one user's changed session changes only that user's memory; one changed question only
 its answer. Same inputs, same fingerprints (canonical JSON, no order or process dependence)."""
 
+import hashlib
+
 import mobilemem_judge
 import pytest
 
@@ -31,7 +33,7 @@ def _all(dataset, model="qwen3.8-max", frozen=None, judge_model=None, prediction
         update={"judge": judge_config}), "http://127.0.0.1:1/v1"))
     out = {}
     for user in users or dataset.users:
-        memory = memory_fingerprint(user, dataset.root, model, config.candidate, PROVENANCE,
+        memory = memory_fingerprint(user, dataset.images_of(user), model, config.candidate, PROVENANCE,
                                     frozen or frozen_hashes(), simulated=False)
         out[("memory", user.user_id)] = memory
         for job in user.questions:
@@ -83,6 +85,10 @@ def test_the_tool_call_cap_invalidates_answers_not_memories(dataset):
     assert all(after[k] != before[k] for k in before if k[0] == "answer")
 
 
+def _file_sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_at_the_default_cap_fingerprints_are_those_of_runs_made_before_it(dataset):
     """The documents as they were before `max_tool_calls` existed, built by hand."""
     preset, user = load_config().candidate, dataset.users[0]
@@ -90,11 +96,11 @@ def test_at_the_default_cap_fingerprints_are_those_of_runs_made_before_it(datase
     old_preset = preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *BASELINE_ONLY, "max_tool_calls"})
     memory = digest({"kind": "memory", "user_id": user.user_id, "language": user.language,
                      "sessions": [s.model_dump(mode="json") for s in user.sessions],
-                     "image_sizes": {t.image.path: (dataset.root / t.image.path).stat().st_size
-                                     for s in user.sessions for t in s.turns if t.image is not None},
+                     "image_sha256": {t.image.path: _file_sha256(dataset.root / t.image.path)
+                                      for s in user.sessions for t in s.turns if t.image is not None},
                      "model": "m", "preset": old_preset, "candidate": PROVENANCE.model_dump(mode="json", exclude={"kind"}),
                      "frozen_texts": frozen_hashes(), "simulated": False})
-    assert memory_fingerprint(user, dataset.root, "m", preset, PROVENANCE, frozen_hashes(), simulated=False) == memory
+    assert memory_fingerprint(user, dataset.images_of(user), "m", preset, PROVENANCE, frozen_hashes(), simulated=False) == memory
     job = user.questions[0]
     answer = digest({"kind": "answer", "memory": memory, "question_id": job.question_id, "question": job.question,
                      "settings": preset.model_dump(mode="json", include=set(ANSWER_ONLY))})

@@ -9,6 +9,7 @@ from mobilemem.rundir import RunDir, append_line, write_record
 
 DATA_SHA = "d" * 64
 QUESTIONS_SHA = "q" * 64
+IMAGES_SHA = "i" * 64
 # (user, question, language, difficulty): user 0 is English, user 1 Chinese
 QUESTIONS = [(0, "0_q_1", "en", "easy"), (0, "0_q_2", "en", "medium"), (0, "0_q_3", "en", "easy"),
              (1, "1_q_1", "Chinese", "easy"), (1, "1_q_2", "Chinese", None), (1, "1_q_3", "Chinese", "medium")]
@@ -27,13 +28,17 @@ def result(user_id: int, question_id: str, language: str, difficulty: str | None
 
 def make_run(root: Path, lines: list[ResultLine], *, run_id: str | None = "aaaaaaaa-1111",
              started_at: datetime = datetime(2026, 12, 1, 10, tzinfo=UTC), model: str = "model-a",
-             data_sha256: str = DATA_SHA, questions_sha256: str = QUESTIONS_SHA, jobs: bool = True) -> Path:
+             data_sha256: str = DATA_SHA, questions_sha256: str = QUESTIONS_SHA, jobs: bool = True,
+             images_sha256: dict[str, str] | None = None) -> Path:
+    """`images_sha256`: by default IMAGES_SHA for every user of `lines`."""
     run = RunDir(root)
+    users = sorted({line.user_id for line in lines})
     write_record(run.run, RunFile(
         args={}, config={"model": model}, package_versions={}, git_commit=None, git_dirty=None,
         dataset_path="/data/MobileMem-Omni", dataset_revision=None, data_sha256=data_sha256,
         questions_sha256=questions_sha256, prompt_sha256={}, started_at=started_at, finished_at=started_at,
-        flow_run_id=run_id, simulated=True, state="completed", users=sorted({line.user_id for line in lines})))
+        images_sha256={str(u): IMAGES_SHA for u in users} if images_sha256 is None else images_sha256,
+        flow_run_id=run_id, simulated=True, state="completed", users=users))
     run.results.write_bytes(b"")
     for line in lines:
         append_line(run.results, line)

@@ -6,7 +6,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 from scipy.stats import binomtest
 
-from judge.run_files import DATA_SHA, QUESTIONS_SHA, all_correct, make_run, result
+from judge.run_files import DATA_SHA, IMAGES_SHA, QUESTIONS_SHA, all_correct, make_run, result
 from mobilemem.records import CompareFile
 from mobilemem_judge.analysis.compare import CompareRefused, compare_runs
 from mobilemem_judge.analysis.compare_page import render_compare
@@ -121,6 +121,28 @@ def test_runs_of_different_datasets_are_refused(tmp_path, field):
     expected = DATA_SHA if field == "data_sha256" else QUESTIONS_SHA
     assert f"{field} differs: {expected} in {a} vs {'e' * 64} in {b}" in message
     assert ({"data_sha256", "questions_sha256"} - {field}).pop() not in message
+
+
+def test_runs_whose_images_differ_for_a_user_in_both_are_refused_naming_the_user(tmp_path):
+    a = make_run(tmp_path / "a", all_correct(), images_sha256={"0": IMAGES_SHA, "1": IMAGES_SHA})
+    b = make_run(tmp_path / "b", all_correct(), images_sha256={"0": IMAGES_SHA, "1": "e" * 64})
+    with pytest.raises(CompareRefused) as refused:
+        compare_runs(a, b)
+    assert str(refused.value) == (f"the runs evaluated different datasets: the images of user 1 differ: "
+                                  f"images_sha256 {IMAGES_SHA} in {a} vs {'e' * 64} in {b}")
+    only_user_0 = make_run(tmp_path / "c", [line for line in all_correct() if line.user_id == 0],
+                           images_sha256={"0": IMAGES_SHA})
+    assert compare_runs(b, only_user_0).overall.compared == 3  # user 1 is in one run only: not compared
+
+
+def test_a_run_made_before_image_hashes_is_refused(tmp_path):
+    new = make_run(tmp_path / "new", all_correct())
+    old = make_run(tmp_path / "old", all_correct(), images_sha256={})
+    for pair in ((new, old), (old, new)):
+        with pytest.raises(CompareRefused) as refused:
+            compare_runs(*pair)
+        assert str(refused.value) == (f"{old} was made before image hashes were recorded: cannot tell whether "
+                                      f"the images are the same")
 
 
 def test_missing_or_broken_runs_are_refused_in_one_line(tmp_path):

@@ -9,7 +9,8 @@ that is sent is decoded in full (`mobilemem.images.inspect_images`).
 
 Raw file shapes stay in `mobilemem.dataset_records`. Other modules see only views named for their
 reader: `CandidateSession` and `CandidateQuestion` have no reference fields at all;
-`JudgeQuestion` (the judge's view) has them.
+`JudgeQuestion` (the judge's view) has them. The images' content hashes, computed by preflight from
+the bytes it decoded, are in `Dataset.image_sha256`, never in a candidate's view.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mobilemem.dataset_records import (
     validate,
     validate_sessions,
 )
+from mobilemem.dataset_identity import DatasetIdentity, images_digest
 from mobilemem.dataset_text import text_problem
 from mobilemem.errors import DatasetError
 from mobilemem.images import ImageIndex, ImageInfo, ImageProblem, build_index, inspect_images, printable, quoted
@@ -105,9 +107,20 @@ class Dataset:
     users: list[ScheduledUser]
     judge_questions: dict[str, JudgeQuestion]
     users_in_file: int
+    image_sha256: dict[str, str]  # dataset-relative path (CandidateImage.path) -> sha256 of the file's bytes
 
     def path_of(self, image: CandidateImage) -> Path:
         return self.root / image.path
+
+    def images_of(self, user: ScheduledUser) -> dict[str, str]:
+        """The user's images: dataset-relative path -> sha256."""
+        return {t.image.path: self.image_sha256[t.image.path] for s in user.sessions for t in s.turns
+                if t.image is not None}
+
+    def identity(self) -> DatasetIdentity:
+        """What run.json records of this dataset: its files' sha256 and each user's images digest."""
+        return DatasetIdentity(str(self.root), self.data_sha256, self.questions_sha256,
+                               {str(u.user_id): images_digest(self.images_of(u).items()) for u in self.users})
 
 
 def locate(root: Path) -> Path:
@@ -184,6 +197,16 @@ def _inspect_referenced(index: ImageIndex, users: list[tuple[int, list[SessionRe
             except ImageProblem:
                 continue  # reported with its session and turn when the views are built
     return inspect_images(sorted(paths))
+
+
+def _image_hashes(users: list[ScheduledUser], base: Path, checked: _Checked) -> dict[str, str]:
+    """The content hash preflight took of every image these users' sessions show (all inspected fine)."""
+    hashes = {}
+    for image in (t.image for u in users for s in u.sessions for t in s.turns if t.image is not None):
+        info = checked[base / image.path]
+        assert isinstance(info, ImageInfo)  # a problem was reported and refused the dataset
+        hashes[image.path] = info.sha256
+    return hashes
 
 
 def _sha256(path: Path) -> str:
@@ -271,4 +294,4 @@ def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questi
     return Dataset(root=base, data_sha256=_sha256(base / "data.jsonl"),
                    questions_sha256=_sha256(base / "questions.jsonl"), users=scheduled,
                    judge_questions={j.question_id: j for pairs in selected.values() for _, j in pairs},
-                   users_in_file=len(user_entries))
+                   users_in_file=len(user_entries), image_sha256=_image_hashes(scheduled, base, checked))

@@ -6,11 +6,14 @@ walked once; every file under a `uid<N>` folder is indexed by its name and, for 
 `python -m zipfile -e` decoded as cp437 from GBK bytes, also by the repaired name.
 Formats are detected from the bytes. Images go to the model unchanged, except MPO files, which
 are sent as their first picture converted to PNG. Preflight decodes every picture that is sent
-(frame 0) in full, `DECODE_THREADS` files at a time (`inspect_images`).
+(frame 0) in full, `DECODE_THREADS` files at a time (`inspect_images`). Once its header names a
+supported format, a file is read once: its sha256 (`ImageInfo.sha256`, the image's identity in
+fingerprints and run.json) and every check and decode are of those same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -50,6 +53,7 @@ class ImageInfo:
     width: int
     height: int
     size: int
+    sha256: str  # of the bytes that were checked and decoded
 
 
 @dataclass(frozen=True)
@@ -145,21 +149,27 @@ def build_index(image_root: Path, dataset_root: Path) -> ImageIndex:
     return index
 
 
-def _check_trailer(path: Path, fmt: str, size: int) -> None:
-    with path.open("rb") as handle:
-        handle.seek(max(0, size - 16))
-        tail = handle.read()
+def _check_trailer(data: bytes, fmt: str) -> None:
+    tail = data[-16:]
     truncated = (
         (fmt in {"JPEG", "MPO"} and b"\xff\xd9" not in tail)
         or (fmt == "PNG" and b"IEND" not in tail)
         or (fmt == "GIF" and not tail.endswith(b";"))
+        or (fmt == "WEBP" and int.from_bytes(data[4:8], "little") + 8 > len(data))
     )
-    if fmt == "WEBP":
-        with path.open("rb") as handle:
-            header = handle.read(8)
-        truncated = int.from_bytes(header[4:8], "little") + 8 > size
     if truncated:
         raise ImageProblem(f"is a truncated {fmt} file (its end marker is missing)")
+
+
+class _FileBytes(io.BytesIO):
+    """A file's bytes, read once, that Pillow quotes by the file's name (as it would quote a path)."""
+
+    def __init__(self, data: bytes, name: str) -> None:
+        super().__init__(data)
+        self.file_name = name
+
+    def __repr__(self) -> str:
+        return repr(self.file_name)
 
 
 def inspect_image(path: Path) -> ImageInfo:
@@ -195,15 +205,17 @@ def _inspect_or_problem(path: Path) -> ImageInfo | ImageProblem:
 def _inspect(path: Path) -> ImageInfo:
     if path.is_symlink() or not path.is_file():
         raise ImageProblem("is not a regular file")
-    size = path.stat().st_size
-    if size == 0:
+    if path.stat().st_size == 0:
         raise ImageProblem("is empty (0 bytes)")
     try:
-        with Image.open(path, formats=_PARSED_FORMATS) as img:  # no other parser runs
+        # no other parser runs; a file is read in full only once one of them accepts its header
+        Image.open(path, formats=_PARSED_FORMATS).close()
+        data = path.read_bytes()
+        with Image.open(_FileBytes(data, path.name), formats=_PARSED_FORMATS) as img:
             fmt, (width, height) = img.format or "", img.size
             if fmt in SUPPORTED_FORMATS:
-                _check_trailer(path, fmt, size)
-                _decode(img, path, fmt)
+                _check_trailer(data, fmt)
+                _decode(img, data, path.name, fmt)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageProblem(f"exceeds Pillow's decompression-bomb limit: {exc}") from None
     except Image.UnidentifiedImageError as exc:
@@ -213,10 +225,11 @@ def _inspect(path: Path) -> ImageInfo:
         raise ImageProblem(_unreadable(path, exc)) from None
     if fmt not in SUPPORTED_FORMATS:
         raise ImageProblem(_unsupported(fmt))
-    return ImageInfo(format=fmt, width=width, height=height, size=size)
+    return ImageInfo(format=fmt, width=width, height=height, size=len(data),
+                     sha256=hashlib.sha256(data).hexdigest())
 
 
-def _decode(img: Image.Image, path: Path, fmt: str) -> None:
+def _decode(img: Image.Image, data: bytes, name: str, fmt: str) -> None:
     """Decode frame 0 in full (never a `draft`): a file can be framed well and still hold a
     broken stream. PNG chunk CRCs and the amount of PNG image data, and the JPEG marker structure,
     are checked as well, since Pillow reads no IDAT CRC, accepts a zlib stream that ends early
@@ -226,19 +239,18 @@ def _decode(img: Image.Image, path: Path, fmt: str) -> None:
         if fmt == "PNG" and not img.tile:
             broken = "has no image data (no IDAT chunk)"  # verify() would raise IndexError
         elif fmt == "PNG":
-            with Image.open(path, formats=["PNG"]) as again:
+            with Image.open(_FileBytes(data, name), formats=["PNG"]) as again:
                 again.verify()
         elif fmt in {"JPEG", "MPO"}:
-            broken = jpeg_structure_problem(path.read_bytes(), later_frames=fmt != "MPO")
+            broken = jpeg_structure_problem(data, later_frames=fmt != "MPO")
         if not broken:
             img.load()  # what Pillow finds broken, it names
-            broken = png_data_problem(path.read_bytes()) if fmt == "PNG" else None
+            broken = png_data_problem(data) if fmt == "PNG" else None
         if broken:
-            raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} {broken}")
+            raise ImageProblem(f"is a corrupt {fmt} file: {printable(name)} {broken}")
     except _DECODE_ERRORS as exc:
-        reason = printable(str(exc).replace(str(path), path.name))
-        raise ImageProblem(f"is a corrupt {fmt} file: {printable(path.name)} does not decode "
-                           f"({type(exc).__name__}: {reason})") from None
+        raise ImageProblem(f"is a corrupt {fmt} file: {printable(name)} does not decode "
+                           f"({type(exc).__name__}: {printable(str(exc))})") from None
 
 
 def _unsupported(fmt: str) -> str:

@@ -5,7 +5,9 @@ A pure function of the two run directories (run.json, results.jsonl, job.json), 
 comparison and listed in the run's `damaged`. Accuracy with the
 exact McNemar test, accuracy, F1 and BLEU-1 differences (B - A) with paired bootstrap intervals,
 overall and by language and difficulty, and the questions whose label flipped either way. Runs of
-different datasets (their sha256 in run.json differ) are refused.
+different datasets are refused (`mobilemem.dataset_identity.first_difference`: data.jsonl,
+questions.jsonl, and the image hashes of every user in both runs), and so is a run made before
+run.json recorded image hashes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
+from mobilemem.dataset_identity import DatasetIdentity, first_difference
 from mobilemem.errors import MobilememError
 from mobilemem.records import (CompareFile, ComparedRun, JobFile, McNemarCounts, PairedGroup, PairedScore,
                                QuestionFlip, ResultLine, RunFile)
@@ -23,11 +26,10 @@ from mobilemem.rundir import RunDir
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem_judge.analysis import stats
 
-DATASET_HASHES = ("data_sha256", "questions_sha256")
-
 
 class CompareRefused(MobilememError):
-    """A run directory is missing or unreadable, or the two runs evaluated different datasets."""
+    """A run directory is missing or unreadable, or the two runs evaluated different datasets (or
+    cannot be told to have evaluated the same one)."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ def _load(root: Path) -> _Run:
 
 
 def _refuse_other_datasets(a: _Run, b: _Run) -> None:
-    differ = [f"{name} differs: {getattr(a.plan, name)} in {a.dir.root} vs {getattr(b.plan, name)} in {b.dir.root}"
-              for name in DATASET_HASHES if getattr(a.plan, name) != getattr(b.plan, name)]
-    if differ:
-        raise CompareRefused("the runs evaluated different datasets: " + "; ".join(differ))
+    difference = first_difference(DatasetIdentity.of_run(a.plan, str(a.dir.root)),
+                                  DatasetIdentity.of_run(b.plan, str(b.dir.root)))
+    if difference:
+        raise CompareRefused(difference)
 
 
 def _score(a: list[float], b: list[float]) -> PairedScore:

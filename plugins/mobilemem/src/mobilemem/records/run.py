@@ -58,6 +58,9 @@ class RunFile(RecordBase):
     dataset_revision: str | None
     data_sha256: str
     questions_sha256: str
+    images_sha256: dict[str, str] = Field(default_factory=dict, description=(
+        "per scheduled user (its id as a string), the sha256 of the sorted (path, sha256) pairs of its images "
+        "(mobilemem.dataset_identity); empty in runs made before image hashes were recorded"))
     prompt_sha256: dict[str, str] = Field(description="sha256 of every frozen text the plugin adds")
     candidate: CandidateProvenance | None = None
     started_at: AwareDatetime
