@@ -28,6 +28,7 @@ import mobilemem_judge
 from mobilemem.candidate import open_candidate, remembers
 from mobilemem.config import DEFAULT_KIND, Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
+from mobilemem.dataset_identity import DatasetIdentity, first_difference
 from mobilemem import fingerprints
 from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, error_record
@@ -84,12 +85,11 @@ def _rejudged_plan(earlier: Path) -> RunFile:
 
 
 def _refuse_another_dataset(earlier: Path, plan: RunFile, dataset: Dataset) -> None:
-    """A rejudge compares labels: on another dataset (a gold answer edited, say) a flip would be the
-    data's, not the judge's."""
-    for name in ("data_sha256", "questions_sha256"):
-        if getattr(plan, name) != getattr(dataset, name):
-            raise ConfigError(f"rejudge {earlier}: the dataset changed since that run ({name} differs: "
-                              f"{getattr(plan, name)[:12]}... then, {getattr(dataset, name)[:12]}... now)")
+    """A rejudge compares labels: on another dataset (a gold answer or one image edited, say) a flip
+    would be the data's, not the judge's."""
+    difference = first_difference(DatasetIdentity.of_run(plan, str(earlier)), dataset.identity(), users=plan.users)
+    if difference is not None:
+        raise ConfigError(f"rejudge {earlier}: {difference}")
 
 
 def run_name() -> str:

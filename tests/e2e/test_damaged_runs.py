@@ -12,6 +12,7 @@ from e2e.runs import summary
 from flows.mobilemem import main
 from mobilemem.records import JudgmentFile, RejudgeFile, ResultLine, RunFile
 from mobilemem.rundir import RunDir, read_lines, read_record, write_record
+from pixel_edit import pixel_variants
 
 pytestmark = pytest.mark.slow
 QUESTION = ("0", "0_q_1")
@@ -174,6 +175,21 @@ def test_rejudge_refuses_a_dataset_whose_gold_changed(earlier, sample_copy, simu
     assert _rejudge(monkeypatch, simulator, earlier, tmp_path / "new") == 1
     _, err = _stderr_lines(capsys)
     assert len(err) == 1 and re.fullmatch(
-        rf"mobilemem: refused to start: rejudge {re.escape(str(earlier.root))}: the dataset changed since that run "
-        r"\(questions_sha256 differs: [0-9a-f]{12}\.\.\. then, [0-9a-f]{12}\.\.\. now\)", err[0]), err
+        rf"mobilemem: refused to start: rejudge {re.escape(str(earlier.root))}: the runs evaluated different "
+        rf"datasets: questions_sha256 differs: [0-9a-f]{{64}} in {re.escape(str(earlier.root))} vs [0-9a-f]{{64}} "
+        rf"in {re.escape(str(sample_copy))}", err[0]), err
+    assert simulator.requests == [] and not (tmp_path / "new").exists()
+
+
+def test_rejudge_refuses_a_dataset_whose_image_pixels_changed(earlier, sample_root, simulator, monkeypatch,
+                                                              tmp_path, capsys):
+    """Same data.jsonl and questions.jsonl, one of user 0's images redrawn at the same byte size."""
+    edited, _, _ = pixel_variants(sample_root, tmp_path / "datasets", "0_q_3")
+    plan = read_record(earlier.run, RunFile)
+    write_record(earlier.run, plan.model_copy(update={"dataset_path": str(edited)}))
+    assert _rejudge(monkeypatch, simulator, earlier, tmp_path / "new") == 1
+    _, err = _stderr_lines(capsys)
+    assert len(err) == 1 and err[0].startswith(
+        f"mobilemem: refused to start: rejudge {earlier.root}: the runs evaluated different datasets: the images "
+        "of user 0 differ: images_sha256 "), err
     assert simulator.requests == [] and not (tmp_path / "new").exists()
