@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +31,8 @@ from mobilemem.rundir import RunDir
 R = TypeVar("R", bound=BaseModel)
 LINK = "is a symbolic link: not followed"
 MAX_RECORD_BYTES = 1 << 30  # no record of a run comes near it; a bigger file is not one of ours
+# O_NONBLOCK: a FIFO planted in a run must not block its reader (no effect on a regular file's reads)
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class NotARunDirectory(MobilememError):
@@ -102,23 +104,32 @@ class RunReader:
                 raise DamagedFile(current, LINK)
         return current
 
-    def bytes_of(self, path: Path) -> bytes | None:
-        """The bytes of a regular file under the root, or None when it does not exist."""
+    def open_file(self, path: Path) -> BinaryIO | None:
+        """A regular file under the root, open for reading (no link followed on the way or at the
+        end), or None when it does not exist. The caller closes it."""
         try:
             target = self.confined(path)
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(target, READ_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            why = LINK if exc.errno == errno.ELOOP else \
-                f"cannot be read: {exc.strerror or exc}"
+            why = LINK if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
             raise DamagedFile(path, why) from None
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise DamagedFile(path, "is not a regular file")
-            if info.st_size > MAX_RECORD_BYTES:
-                raise DamagedFile(path, f"is {info.st_size} bytes: too large to be a record")
+        handle = os.fdopen(fd, "rb")
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            handle.close()
+            raise DamagedFile(path, "is not a regular file")
+        return handle
+
+    def bytes_of(self, path: Path) -> bytes | None:
+        """The bytes of a regular file under the root, or None when it does not exist."""
+        handle = self.open_file(path)
+        if handle is None:
+            return None
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_RECORD_BYTES:
+                raise DamagedFile(path, f"is {size} bytes: too large to be a record")
             try:
                 return handle.read()
             except OSError as exc:
