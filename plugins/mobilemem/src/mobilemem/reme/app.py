@@ -2,10 +2,11 @@
 
 ReMe's `benchmark` preset (manual index and digest updates, no background or cron jobs) plus this
 plugin, on `users/<uid>/workspace/`, with the run's overrides: the candidate model injected into
-every ReMe LLM component, every ReMe retry setting 0, the preset's context and iteration values,
-runtime-state injection as configured, and BM25 only (the embedding components are dropped, so
-no embedding model is ever configured or called). ReMe's log goes into the run's log
-(`mobilemem.reme.log`, sanitized by the run log's filter), never to the console or a file of its own.
+every ReMe LLM component, every ReMe retry setting 0, ReMe's deletion of old agent states off, the
+preset's context and iteration values, runtime-state injection as configured, and BM25 only (the
+embedding components are dropped, so no embedding model is ever configured or called). ReMe's log
+goes into the run's log (`mobilemem.reme.log`, sanitized by the run log's filter), never to the
+console or a file of its own.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def app_config(workspace: Path, preset: CandidatePreset) -> dict[str, Any]:
             "as_llm": {name: no_retries for name in ("default", "bench", "compressor")},
             "file_store": {"default": {"embedding_store": ""}},
             "agent_wrapper": {"bench": {
-                "backend": WRAPPER_BACKEND, "inject_runtime_state": preset.inject_runtime_state,
+                # 0: ReMe's first agent of an application would delete agent states older than 10 days,
+                # the memory's own among them when it was copied from an earlier run (`--reuse`)
+                "backend": WRAPPER_BACKEND, "session_retention_days": 0,
+                "inject_runtime_state": preset.inject_runtime_state,
                 "model_config": no_retries,
                 "react_config": {"max_iters": preset.max_iters, "interruption_raise_cancelled_error": True},
                 "context_config": {"trigger_ratio": preset.trigger_ratio, "reserve_ratio": preset.reserve_ratio,
