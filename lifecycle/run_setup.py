@@ -63,17 +63,20 @@ class Plan:
     rejudge: bool = False  # reuse every memory and answer, judge again, ask the candidate nothing
 
 
-def _earlier_runs(paths: list[Path], run: RunDir) -> list[EarlierRun]:
+def _earlier_runs(paths: list[Path], output: Path, run: RunDir, label: str) -> list[EarlierRun]:
+    """Each `--reuse` run opened (run.json read and validated), or a one-line refusal: no run
+    directory, a damaged run.json, or an --output (or its run directory) inside or equal to it:
+    an earlier run is never written to."""
     earlier = []
     for path in paths:
-        if not (Path(path) / "run.json").is_file():
-            raise ConfigError(f"--reuse {path}: not a run directory (it has no run.json)")
-        if Path(path).resolve() == run.root.resolve():
-            raise ConfigError(f"--reuse {path}: that is this run's own directory")
-        try:
-            earlier.append(EarlierRun.open(Path(path)))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"--reuse {path}: its run.json cannot be read: {type(exc).__name__}") from None
+        source = EarlierRun.open(Path(path), label)
+        home = source.run.root.resolve()
+        for target in (Path(output), run.root):
+            resolved = target.resolve()
+            if resolved == home or home in resolved.parents:
+                raise ConfigError(f"{label} {path}: --output {output} would write inside that run ({resolved}): "
+                                  f"an earlier run is never changed, choose an --output outside it")
+        earlier.append(source)
     return earlier
 
 
@@ -120,7 +123,7 @@ def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_
     run = RunDir.for_output(output, config.model, config.candidate.kind)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
-    earlier = _earlier_runs(reuse or [], run)
+    earlier = _earlier_runs(reuse or [], output, run, "rejudge" if rejudge is not None else "--reuse")
     loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
                           max_session_images=config.candidate.max_images)
     if earlier_plan is not None:

@@ -1,15 +1,17 @@
 """Prefect task `build_index`: the candidate's index, once (ReMe's `index_update` + `digest_update`, or
 the bm25-rag baseline's bm25s index; nothing for no-memory);
-writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost) last.
-A failed build ends its task run Failed."""
+writes `index-response.json`, then the completion marker `memory_usage.json` (the user's memory cost and
+the memory's manifest, `mobilemem.memory_manifest`) last. A failed build ends its task run Failed."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from mobilemem import memory_manifest
 from mobilemem.errors import error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
@@ -59,9 +61,10 @@ async def _build(user: UserContext) -> StepOutcome:
         stage="index", user_id=user.user_id)
     if unsaved is None:  # the completion marker, last, and only when everything before it is on disk
         sessions = [read_record(p, SessionFile) for p in sorted(paths.sessions.glob("*.json"))]
+        manifest = await asyncio.to_thread(memory_manifest.build, paths)  # seconds at the real size
         unsaved = save(user, paths.memory_usage, MemoryUsageFile(
             user_id=user.user_id, sessions=len(sessions), usage=summarize(r for s in sessions for r in s.requests),
-            memory_fingerprint=user.memory_fingerprint),
+            memory_fingerprint=user.memory_fingerprint, manifest=manifest),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
         return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.reason)

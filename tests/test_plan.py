@@ -23,7 +23,7 @@ from mobilemem.config import load_config
 from mobilemem.dataset import load_dataset
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import (AnswerResponse, AnswerResponseFile, JudgmentFile, MemoryUsageFile, MetricsFile,
+from mobilemem.records import (AnswerResponse, AnswerResponseFile, JobFile, JudgmentFile, MemoryUsageFile, MetricsFile,
                                RunFile, Usage)
 from mobilemem.rundir import RunDir, write_record
 from lifecycle import run_setup
@@ -158,7 +158,8 @@ def test_without_credentials_plan_still_reports_and_says_the_run_would_refuse(sa
 
 def test_refusals_are_one_line_and_exit_1(sample_copy, tmp_path, capsys):
     assert main(["--dataset", str(sample_copy), "--reuse", str(tmp_path / "no-run")]) == 1
-    assert capsys.readouterr().err.startswith("mobilemem: refused to plan: --reuse: FileNotFoundError")
+    assert capsys.readouterr().err == (f"mobilemem: refused to plan: --reuse {tmp_path / 'no-run'}: "
+                                       f"{tmp_path / 'no-run'} is not a run directory (no such folder)\n")
     with (sample_copy / "data.jsonl").open("a") as handle:
         handle.write("{not json\n")
     assert main(["--dataset", str(sample_copy)]) == 1
@@ -184,12 +185,14 @@ def earlier(sample_root, tmp_path) -> Path:
     plan = run_setup.Plan(config, dataset, run, True, None, None, [])
     memory = run_setup._memory_fingerprints(plan, config.model, manifest)[0]
     write_record(run.user(0).memory_usage, MemoryUsageFile(user_id=0, sessions=4, usage=Usage(),
-                                                           memory_fingerprint=memory))
+                                                           memory_fingerprint=memory, manifest=[]))
     write_record(run.user(1).memory_usage, MemoryUsageFile(user_id=1, sessions=4, usage=Usage(),
                                                            memory_fingerprint="0" * 64))
     first, second = dataset.users[0].questions[:2]
     settings = mobilemem_judge.judge_settings(config.judge, Endpoint.simulated("judge", config, "http://x"))
     for job, of_memory in ((first, memory), (second, "another memory")):
+        write_record(run.user(0).question(job.question_id).job, JobFile(user_id=0, question_id=job.question_id,
+                                                                        question=job.question))
         write_record(run.user(0).question(job.question_id).answer_response, AnswerResponseFile(
             started_at=NOW, finished_at=NOW, user_id=0, question_id=job.question_id,
             response=AnswerResponse(success=True, answer="red", finished_reason="completed"), usage=Usage(),

@@ -39,6 +39,7 @@ from mobilemem.records.run import (
 from mobilemem.records.user import (
     SessionFile,
     IndexResponseFile,
+    ManifestEntry,
     MemoryUsageFile,
     ReusedItem,
     ReuseFile,
@@ -115,6 +116,7 @@ __all__ = [
     "LabelFlip",
     "McNemarCounts",
     "MeanTokens",
+    "ManifestEntry",
     "MemoryUsageFile",
     "MetricsFile",
     "ObservedRequest",

@@ -1,8 +1,8 @@
-"""A user's files: sessions, index, memory usage, reuse."""
+"""A user's files: sessions, index, memory usage (with the memory's manifest), reuse."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mobilemem.records.base import FinishedReason, RecordBase, Timed
 from mobilemem.records.usage import ObservedRequest, Usage
@@ -35,11 +35,42 @@ class IndexResponseFile(Timed):
     error: str | None = None
 
 
+MEMORY_PARTS = ("workspace", "sessions", "index-response.json")  # what of users/<uid>/ the memory is
+
+
+class ManifestEntry(BaseModel):
+    """One file of a completed memory: its path under `users/<uid>/`, size and sha256."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    @field_validator("path")
+    @classmethod
+    def _plain(cls, path: str) -> str:
+        parts = path.split("/")
+        folder = parts[0] in MEMORY_PARTS[:2] and len(parts) > 1
+        if not (folder or path == MEMORY_PARTS[2]) or any(p in ("", ".", "..") for p in parts):
+            raise ValueError("not a plain path under workspace/ or sessions/, nor index-response.json")
+        return path
+
+
 class MemoryUsageFile(RecordBase):
     user_id: int
     sessions: int
     usage: Usage
     memory_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what built it")
+    manifest: list[ManifestEntry] | None = Field(
+        default=None, description="mobilemem.memory_manifest: every file of the memory when it completed "
+                                  "(sorted by path); absent in runs before issue 22, whose memories are not reused")
+
+    @field_validator("manifest")
+    @classmethod
+    def _once_each(cls, manifest: list[ManifestEntry] | None) -> list[ManifestEntry] | None:
+        if manifest is not None and len({entry.path for entry in manifest}) != len(manifest):
+            raise ValueError("a file is listed twice")
+        return manifest
 
 
 class ReusedItem(BaseModel):
@@ -52,10 +83,14 @@ class ReusedItem(BaseModel):
 
 
 class ReuseFile(RecordBase):
-    """users/<uid>/reuse.json: what of this user was copied from an earlier run (`--reuse`); absent
-    when nothing was. Copied files keep their bytes; their usage is not this run's."""
+    """users/<uid>/reuse.json: what of this user was copied from an earlier run (`--reuse`), and what
+    was skipped; absent when nothing was either. Copied files keep their bytes; their usage is not
+    this run's."""
 
     user_id: int
     memory: ReusedItem | None = None
     answers: dict[str, ReusedItem] = Field(default_factory=dict)
     judgments: dict[str, ReusedItem] = Field(default_factory=dict)
+    skipped: list[str] = Field(default_factory=list, description="one line per earlier file not reused (damaged, "
+                                                                 "a link, differing from its manifest) and what "
+                                                                 "was done again instead")
