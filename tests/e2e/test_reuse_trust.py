@@ -1,19 +1,19 @@
 """`--reuse E` reads E without trusting it (issue 22): one fault-free run E of the sample, then for
-each test a copy of E damaged as a shared run directory gets damaged (symlinks, truncated records,
-two users' workspaces swapped, an --output inside it). Each test checks what B redid (from the
-simulator's requests), the one line naming the damage, that E is unchanged (lstat and content of
-every entry), and that nothing outside E was read or copied (a sentinel's bytes, inodes, atimes)."""
+each test a copy of E damaged the way shared run directories get damaged (symlinks, truncated
+records, two users' workspaces swapped, an --output inside it). Each test checks what B redid (from the
+simulator's requests), the one line naming the damage, that E is unchanged (kind, mode and content
+of every entry, links not followed), and that nothing outside E was read or copied (a sentinel's
+bytes, inodes, atimes)."""
 
 import hashlib
 import json
 import os
 import re
-import shutil
-import stat
 from pathlib import Path
 
 import pytest
 
+from damage import SENTINEL, copy_run, link_outside, snapshot, truncate
 from e2e.runs import run_cli, summary
 from flows.mobilemem import main
 from mobilemem import memory_manifest
@@ -21,43 +21,22 @@ from mobilemem.records import JobFile, MemoryUsageFile, ReuseFile, RunFile
 from mobilemem.rundir import RunDir, read_record
 
 pytestmark = pytest.mark.slow
-SENTINEL = b"SENTINEL-outside-the-earlier-run"
 MONTH_S = 30 * 24 * 3600
 
 
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every entry under `root`: type, mode, size, mtime and content (a link's target, a file's sha256)."""
-    entries = {}
-    for parent, folders, names in os.walk(root):
-        for name in folders + names:
-            path = Path(parent) / name
-            info = os.lstat(path)
-            content = os.readlink(path) if stat.S_ISLNK(info.st_mode) else \
-                hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(info.st_mode) else None
-            entries[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, content)
-    return entries
-
-
 class Outside:
-    """A folder outside E that E's links point into, with a sentinel file; every entry's atime is
-    set before its mtime, so that any read of it moves the atime (relatime) and shows."""
+    """A folder outside E that E's links point into (`damage.link_outside`, which leaves the sentinel
+    in a linked folder); `arm` sets every entry's atime before its mtime, so that any read of it
+    moves the atime (relatime) and shows."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir()
 
-    def holding(self, name: str, original: Path) -> Path:
-        """A copy of `original` (file or folder) here, with the sentinel beside or inside it."""
-        target = self.root / name
-        if original.is_dir():
-            shutil.copytree(original, target)
-            (target / "sentinel.json").write_bytes(SENTINEL)
-        else:
-            shutil.copy2(original, target)
-            (self.root / f"{name}.sentinel").write_bytes(SENTINEL)
-        return target
+    def link(self, path: Path, name: str) -> None:
+        link_outside(path, self.root / name, b"" if path.is_dir() else path.read_bytes())
 
-    def arm(self) -> dict[str, float]:
+    def arm(self) -> dict[str, int]:
         for path in [self.root, *self.root.rglob("*")]:
             info = os.stat(path)
             os.utime(path, ns=(info.st_mtime_ns - 10**12, info.st_mtime_ns))
@@ -68,18 +47,6 @@ class Outside:
 
     def inodes(self) -> set[tuple[int, int]]:
         return {(os.stat(p).st_dev, os.stat(p).st_ino) for p in self.root.rglob("*") if p.is_file()}
-
-
-def link_out(path: Path, outside: Outside, name: str) -> None:
-    """Replace `path` in E by a symbolic link to a copy of it outside E."""
-    target = outside.holding(name, path)
-    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-    path.symlink_to(target, target_is_directory=target.is_dir())
-
-
-def truncate(path: Path) -> None:
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +62,7 @@ def earlier(sample_root, simulator, tmp_path_factory) -> RunDir:
 @pytest.fixture
 def damaged(earlier, tmp_path) -> RunDir:
     """A private copy of E for the test to damage (same layout: OUT/mobilemem/<model>)."""
-    root = tmp_path / "e" / earlier.root.relative_to(earlier.root.parents[1])
-    shutil.copytree(earlier.root, root, symlinks=True)
-    return RunDir(root)
+    return RunDir(copy_run(earlier.root, tmp_path / "e" / earlier.root.relative_to(earlier.root.parents[1])))
 
 
 def reuse(monkeypatch, simulator, sample_root, output: Path, source: RunDir):
@@ -131,15 +96,15 @@ def assert_nothing_from_outside(run: RunDir, outside: Outside, armed: dict[str, 
         assert not path.is_symlink(), path
         if path.is_file():
             assert (path.stat().st_dev, path.stat().st_ino) not in inodes, path
-            assert SENTINEL not in path.read_bytes(), path
+            assert SENTINEL.encode() not in path.read_bytes(), path
     assert outside.atimes() == armed  # nothing outside E was even read
 
 
 def test_links_in_the_earlier_run_are_never_followed(damaged, sample_root, simulator, tmp_path, monkeypatch):
     outside = Outside(tmp_path / "outside")
-    link_out(damaged.user(0).workspace, outside, "workspace-0")
-    link_out(damaged.user(1).sessions, outside, "sessions-1")
-    link_out(damaged.user(2).index_response, outside, "index-response-2.json")
+    outside.link(damaged.user(0).workspace, "workspace-0")
+    outside.link(damaged.user(1).sessions, "sessions-1")
+    outside.link(damaged.user(2).index_response, "index-response-2.json")
     armed, before = outside.arm(), snapshot(damaged.root)
     code, run, requests = reuse(monkeypatch, simulator, sample_root, tmp_path / "b", damaged)
     assert code == 0 and summary(run).scored == 9
@@ -158,7 +123,7 @@ def test_a_damaged_item_is_redone_and_its_neighbours_reused(damaged, sample_root
     outside = Outside(tmp_path / "outside")
     truncate(damaged.user(0).question("0_q_1").answer_response)
     truncate(damaged.user(1).memory_usage)
-    link_out(damaged.user(2).question("2_q_1").judgment, outside, "judgment.json")
+    outside.link(damaged.user(2).question("2_q_1").judgment, "judgment.json")
     truncate(damaged.user(2).question("2_q_2").metrics)
     for state in damaged.root.glob("users/*/workspace/mem_session/agentscope/*.jsonl"):  # a run of months ago
         os.utime(state, (state.stat().st_atime - MONTH_S, state.stat().st_mtime - MONTH_S))
