@@ -137,12 +137,16 @@ def _count(head: str, users: list[ScheduledUser], dataset: Dataset) -> str:
             f"({sum(p.stat().st_size for p in images):,} bytes), questions {sum(len(u.questions) for u in users)}")
 
 
-def _reuse_line(user: ScheduledUser, mine: UserMatch) -> str:
+def _reuse_lines(user: ScheduledUser, mine: UserMatch) -> list[str]:
+    """The user's reuse line, then one line per earlier file that would not be reused (damaged or
+    linked: done again). The memory's files are checked against its manifest only by the run."""
+    skipped = [f"    skipped: {line}" for line in mine.skipped]
     if mine.source is None:
-        return f"  user {user.user_id}: memory built in this run (no complete memory of fingerprint {mine.memory[:12]})"
+        return [f"  user {user.user_id}: memory built in this run (no complete memory of fingerprint "
+                f"{mine.memory[:12]})", *skipped]
     n = len(user.questions)
-    return (f"  user {user.user_id}: memory reused from {mine.source.run.root} (run id {mine.source.run_id}), "
-            f"answers reused {len(mine.answers)}/{n}, judgments reused {len(mine.judgments)}/{n}")
+    return [f"  user {user.user_id}: memory reused from {mine.source.run.root} (run id {mine.source.run_id}), "
+            f"answers reused {len(mine.answers)}/{n}, judgments reused {len(mine.judgments)}/{n}", *skipped]
 
 
 def main(argv: list[str]) -> int:
@@ -170,6 +174,6 @@ def main(argv: list[str]) -> int:
     lines += [*([note] if note else []), "", _count(f"users {len(users)}, ", users, dataset),
               *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
               "", "reuse (the first --reuse run holding the same memory fingerprint wins):",
-              *(_reuse_line(u, found[u.user_id]) for u in users), ""]
+              *(line for u in users for line in _reuse_lines(u, found[u.user_id])), ""]
     print("\n".join([*lines, *_estimate_lines(dataset, found, config.judge.rubric, k, m)]))
     return 0

@@ -3,19 +3,20 @@ or one byte flipped) never makes a command that reads E raise, prints a tracebac
 and what the corruption reached is never counted as if it were intact."""
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from damage import copy_run, snapshot
 from e2e.runs import summary
 from flows.mobilemem import main
-from mobilemem.records import AnswerResponseFile, JudgmentFile, MetricsFile
-from mobilemem.rundir import RunDir
+from mobilemem.records import AnswerResponseFile, JobFile, JudgmentFile, MemoryUsageFile, MetricsFile, ReuseFile
+from mobilemem.rundir import RunDir, read_record
 
 pytestmark = pytest.mark.slow
 EXAMPLES = settings(max_examples=int(os.environ.get("MOBILEMEM_DAMAGE_EXAMPLES", "20")), deadline=None,
@@ -32,10 +33,13 @@ def corruptions():
                      st.floats(min_value=0, max_value=1, exclude_max=True))
 
 
-def corrupt(root: Path, choice: tuple[bool, int, str, float]) -> Path:
+def corrupt(root: Path, choice: tuple[bool, int, str, float], within: str = "") -> Path:
+    """Corrupt one non-empty file of the run, of those whose run-relative path starts with `within`
+    (and those at the top) when given."""
     records_only, index, how, where = choice
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_size
-                   and not (records_only and "workspace" in p.relative_to(root).parts))
+                   and not (records_only and "workspace" in p.relative_to(root).parts)
+                   and (p.parent == root or p.relative_to(root).as_posix().startswith(within)))
     path = files[index % len(files)]
     data = bytearray(path.read_bytes())
     offset = int(where * len(data))
@@ -89,3 +93,61 @@ def _still_valid(path: Path, model) -> bool:
     except ValueError:
         return False
     return True
+
+
+# each example is three runs: no shrinking (a failure prints its corruption, which is enough to replay it)
+REUSE_EXAMPLES = settings(EXAMPLES, max_examples=int(os.environ.get("MOBILEMEM_REUSE_DAMAGE_EXAMPLES", "4")),
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+def _quiet(err: str) -> bool:
+    """Only the runner's own one-line messages (a refusal, a skipped file) and its progress lines."""
+    return all(re.match(r"mobilemem: |\d\d:\d\d:\d\d user \d+: ", line) for line in err.splitlines() if line.strip())
+
+
+def _not_reused(pristine: RunDir, name: str, damaged: Path, reused: ReuseFile | None) -> None:
+    """What the corruption reached (`name`, run-relative) was built, answered or judged again, not
+    copied. An answer agent's state written after the memory completed is no part of the memory."""
+    manifest = read_record(pristine.user(0).memory_usage, MemoryUsageFile).manifest or []
+    in_memory = name in {"users/0/" + entry.path for entry in manifest}
+    if in_memory or name == "users/0/memory_usage.json" and not _still_valid(damaged, MemoryUsageFile):
+        assert reused is None or reused.memory is None, (name, reused)
+    if "/questions/" in name:
+        question = name.split("/questions/")[1].split("/")[0]
+        records = {"answer-response.json": AnswerResponseFile, "job.json": JobFile}
+        if damaged.name in records and not _still_valid(damaged, records[damaged.name]):
+            assert reused is None or question not in reused.answers, (name, reused)
+        if damaged.name in ("judgment.json", "metrics.json") and not _still_valid(damaged,
+                                                                                SCORED_RECORDS[damaged.name]):
+            assert reused is None or question not in reused.judgments, (name, reused)
+
+
+@REUSE_EXAMPLES
+@given(choice=corruptions())
+def test_plan_reuse_and_rejudge_survive_any_single_file_corruption(pristine, sample_root, simulator, choice,
+                                                                     monkeypatch, capsys):
+    """User 0's files (and the run's own) only: the new runs evaluate user 0, so what it reaches matters."""
+    monkeypatch.setenv("LLM_API_KEY", "sk-damage-property")
+    monkeypatch.setenv("LLM_BASE_URL", simulator.base_url)
+    with tempfile.TemporaryDirectory() as scratch:
+        earlier = RunDir(copy_run(pristine.root, Path(scratch) / "E"))
+        damaged = corrupt(earlier.root, choice, within="users/0/")
+        before = snapshot(earlier.root)
+        code = main(["plan", "--dataset", str(sample_root), "--users", "0", "--reuse", str(earlier.root)])
+        assert code in (0, 1) and _quiet(capsys.readouterr().err)
+        simulator.reset()
+        code = main(["--dataset", str(sample_root), "--output", f"{scratch}/reuse", "--users", "0",
+                     "--reuse", str(earlier.root)])
+        err = capsys.readouterr().err
+        assert code in (0, 1) and _quiet(err), err
+        if code == 0:
+            new = RunDir.for_output(Path(scratch) / "reuse", "qwen3.8-max")
+            assert summary(new).scored == summary(new).expected == 3
+            reused = read_record(new.user(0).reuse, ReuseFile) if new.user(0).reuse.is_file() else None
+            _not_reused(pristine, damaged.relative_to(earlier.root).as_posix(), damaged, reused)
+        simulator.reset()
+        code = main(["rejudge", str(earlier.root), "--output", f"{scratch}/rejudge"])
+        err = capsys.readouterr().err
+        assert code in (0, 1, 4) and _quiet(err), err
+        assert snapshot(earlier.root) == before
+        simulator.reset()
