@@ -3,6 +3,7 @@ of the sample) damaged by the test: truncated, linked out, edited, read-only (is
 is one line naming the file, costs only its own item, and never changes the run it reads."""
 
 import json
+import os
 import re
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from damage import SENTINEL, cli, copy_run, link_outside, no_traceback, snapshot, truncate
 from e2e.runs import summary
 from flows.mobilemem import main
-from mobilemem.records import JudgmentFile, RejudgeFile, ResultLine, RunFile
+from mobilemem.records import JudgmentFile, RejudgeFile, ResultLine, ReuseFile, RunFile
 from mobilemem.rundir import RunDir, read_lines, read_record, write_record
 from pixel_edit import pixel_variants
 
@@ -193,3 +194,22 @@ def test_rejudge_refuses_a_dataset_whose_image_pixels_changed(earlier, sample_ro
         f"mobilemem: refused to start: rejudge {earlier.root}: the runs evaluated different datasets: the images "
         "of user 0 differ: images_sha256 "), err
     assert simulator.requests == [] and not (tmp_path / "new").exists()
+
+
+def test_reuse_of_a_run_mounted_read_only_reuses_it(earlier, sample_root, simulator, tmp_path):
+    """`--reuse E` where E cannot be written at all (a read-only mount): nothing of the new run needs
+    to write into E, and E's memory and answers are reused."""
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "LLM_API_KEY": "sk-read-only-reuse",
+           "LLM_BASE_URL": simulator.base_url}
+    env.pop("PREFECT_API_URL", None)
+    before = snapshot(earlier.root)
+    simulator.reset()
+    result = cli("--dataset", str(sample_root), "--output", str(tmp_path / "new"), "--users", "0",
+                 "--reuse", str(earlier.root), env=env, read_only=earlier.root)
+    no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    new = RunDir.for_output(tmp_path / "new", "qwen3.8-max")
+    reused = read_record(new.user(0).reuse, ReuseFile)
+    assert reused.memory is not None and len(reused.answers) == len(reused.judgments) == 3
+    assert summary(new).scored == 3 and [r for r in simulator.requests if r.role != "judge"] == []
+    assert snapshot(earlier.root) == before
