@@ -29,18 +29,22 @@ def run_dir_argument(argv: Sequence[str], command: str, description: str) -> Pat
     return run_dir
 
 
+def refuse(command: str, exc: Exception, target: Path) -> int:
+    """Say in one line why COMMAND stopped (a damaged input names its file; a failed write names the
+    folder it could not write into) and return its exit status, 1."""
+    why = f"cannot write into {target}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+    print(f"mobilemem: {command}: {why}", file=sys.stderr)
+    return 1
+
+
 def report(argv: Sequence[str]) -> int:
     run_dir = run_dir_argument(argv, "report", "Write RUN_DIR/report.html from the run directory's files.")
     if run_dir is None:
         return 1
     try:
         path, damaged = write_report(run_dir)
-    except ReportError as exc:
-        print(f"mobilemem: report: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"mobilemem: report: cannot write into {run_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    except (ReportError, OSError) as exc:
+        return refuse("report", exc, run_dir)
     for line in damaged:
         print(f"mobilemem: report: left out {run_dir}/{line}", file=sys.stderr)
     print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

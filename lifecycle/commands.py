@@ -16,7 +16,7 @@ from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, Rejudg
 from mobilemem.rundir import RunDir, write_record
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem.summary import liveness
-from lifecycle.analysis_commands import run_dir_argument
+from lifecycle.analysis_commands import refuse, run_dir_argument
 from lifecycle.run_setup import HEARTBEAT_S
 from lifecycle.summary_files import write_summary
 from lifecycle.arguments import CommandParser
@@ -92,12 +92,8 @@ def summarize(argv: Sequence[str]) -> int:
         return 1
     try:
         summary = write_summary(run_dir)
-    except (NotARunDirectory, DamagedFile) as exc:
-        print(f"mobilemem: summarize: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"mobilemem: summarize: cannot write into {run_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    except (NotARunDirectory, DamagedFile, OSError) as exc:
+        return refuse("summarize", exc, run_dir)
     report_damage("summarize", run_dir, summary.damaged)
     print(headline(run_dir, summary))
     why = liveness(RunReader.open(run_dir).plan, datetime.now(UTC), 3 * HEARTBEAT_S + 30)
@@ -161,12 +157,8 @@ def report_rejudge(earlier_run: Path, new_run: RunDir, code: int) -> int:
     try:
         result = label_changes(RunReader.open(earlier_run), RunReader.open(new_run.root))
         write_record(new_run.rejudge, result)
-    except (NotARunDirectory, DamagedFile) as exc:
-        print(f"mobilemem: rejudge: no rejudge.json: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"mobilemem: rejudge: cannot write {new_run.rejudge}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    except (NotARunDirectory, DamagedFile, OSError) as exc:
+        return refuse("rejudge", exc, new_run.root)
     for line in result.damaged:
         print(f"mobilemem: rejudge: left out (damaged): {line}", file=sys.stderr)
 
