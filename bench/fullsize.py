@@ -44,6 +44,7 @@ from datetime import datetime
 from pathlib import Path
 
 from mobilemem.rundir import RunDir, UserDir
+from generated import ensure_cached
 from procstats import RssSampler, start_group, status_bytes, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,22 +155,11 @@ class DatasetSpec:
 
 def ensure_dataset(spec: DatasetSpec, cache: Path) -> tuple[Path, float]:
     """The cached, extracted dataset (generated first when missing) and the seconds generating took."""
-    target = cache / spec.key()
-    if (target / ".complete").is_file():
-        return target, 0.0
-    cache.mkdir(parents=True, exist_ok=True)
-    partial, started = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache)), time.monotonic()
-    try:
+    def generate(partial: Path) -> None:
         subprocess.run([sys.executable, str(GENERATOR), "--out", str(partial), *spec.arguments(), "--extract"],
                        check=True, stdout=subprocess.DEVNULL)
-        (partial / ".complete").write_text(" ".join(spec.arguments()) + "\n")
-        partial.chmod(0o755)  # mkdtemp made it private
-        if target.exists():  # left incomplete by an interrupted attempt
-            shutil.rmtree(target)
-        partial.rename(target)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return target, time.monotonic() - started
+
+    return ensure_cached(cache / spec.key(), generate, " ".join(spec.arguments()))
 
 
 def _base_env() -> dict[str, str]:
