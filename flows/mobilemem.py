@@ -51,7 +51,7 @@ from prefect.exceptions import TerminationSignal
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
-from mobilemem.candidate import remembers
+from mobilemem.candidates import remembers
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mobilemem.config import CANDIDATES
+from mobilemem.candidates import CANDIDATES
 from mobilemem.dataset import DATASET_ID
 from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, SummaryFile
 from mobilemem.rundir import RunDir, write_record

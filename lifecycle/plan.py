@@ -14,7 +14,8 @@ from PIL import Image
 
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
-from mobilemem.config import CANDIDATES, DEFAULT_KIND, Config, load_config
+from mobilemem.candidates import CANDIDATES
+from mobilemem.config import DEFAULT_KIND, Config, load_config
 from mobilemem.dataset import Dataset, ScheduledUser, load_dataset
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS

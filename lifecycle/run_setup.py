@@ -25,7 +25,7 @@ from typing import Any
 from prefect.runtime import flow_run
 
 import mobilemem_judge
-from mobilemem.candidate import open_candidate, remembers
+from mobilemem.candidates import open_candidate, remembers
 from mobilemem.config import DEFAULT_KIND, Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.dataset_identity import DatasetIdentity, first_difference

@@ -19,7 +19,8 @@ import pytest
 from PIL import Image
 
 from mobilemem.dataset import load_dataset
-from mobilemem.dataset_checks import MAX_MESSAGE_ID_CHARS, MAX_TURN_TEXT_CHARS, message_id
+from mobilemem.dataset_checks import MAX_MESSAGE_ID_CHARS, MAX_TURN_TEXT_CHARS
+from mobilemem.message_ids import message_id
 from dataset_files import read_jsonl as _jsonl
 from dataset_files import write_jsonl as _write_jsonl
 from mobilemem.errors import DatasetError

@@ -1,24 +1,19 @@
-"""The candidate a run evaluates (config `candidate.kind`, DESIGN §10): one object per user with the
-steps the tasks run, in order: ingest each session, build the index once, answer each question;
-then `close`. `reme-image` (the default) is ReMe through the plugin (`mobilemem.reme.candidate`);
-`no-memory` and `bm25-rag` are the baselines (`mobilemem.baselines`). Everything after the
-candidate (records, judge, metrics, usage, report, compare) is the same for all three.
-`open_candidate` is the one place a user's candidate is opened.
+"""The contract of the candidate a run evaluates (DESIGN §10): one object per user with the steps
+the tasks run, in order: ingest each session, build the index once, answer each question; then
+`close`, and the records those steps return. Every kind keeps it (ReMe Image and the baselines);
+which kinds there are, and how one is opened, is `mobilemem.candidates`. Everything after the
+candidate (records, judge, metrics, usage, report, compare) is the same for all of them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from mobilemem.config import DEFAULT_KIND, CandidateKind, CandidatePreset
+from mobilemem.config import CandidateKind
 from mobilemem.dataset import CandidateQuestion, CandidateSession
 from mobilemem.records import AnswerResponse
-
-if TYPE_CHECKING:
-    from agentscope.model import ChatModelBase
 
 
 class IngestResponse(BaseModel):
@@ -48,11 +43,6 @@ def cap_answer(text: str, cap: int) -> tuple[str, int | None]:
     return (text, None) if len(data) <= cap else (data[:cap].decode("utf-8", "ignore"), len(data))
 
 
-def remembers(kind: CandidateKind) -> bool:
-    """False for a candidate that ingests nothing: its users' sessions are not even read into it."""
-    return kind != "no-memory"
-
-
 class Candidate(Protocol):
     kind: CandidateKind
 
@@ -64,14 +54,3 @@ class Candidate(Protocol):
 
     async def close(self) -> None: ...
 
-
-async def open_candidate(kind: CandidateKind, workspace: Path, model: ChatModelBase, preset: CandidatePreset,
-                         dataset_root: Path) -> Candidate:
-    """A user's candidate on `users/<uid>/workspace/`, ready for its first session."""
-    if kind == DEFAULT_KIND:
-        from mobilemem.reme.candidate import open_reme_image  # imported here: `import mobilemem` stays light
-
-        return await open_reme_image(workspace, model, preset, dataset_root)
-    from mobilemem.baselines import open_baseline
-
-    return open_baseline(kind, workspace, model, preset, dataset_root)

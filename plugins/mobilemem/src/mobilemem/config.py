@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
@@ -26,9 +26,8 @@ from mobilemem.records import ConfigFiles
 
 DEFAULTS_RESOURCE = "defaults/config.yaml"
 _OPAQUE_KEYS = frozenset({"extra_body"})
-CandidateKind = Literal["reme-image", "no-memory", "bm25-rag"]  # DESIGN §10; mobilemem.candidate
+CandidateKind = Literal["reme-image", "no-memory", "bm25-rag"]  # DESIGN §10; mobilemem.candidates
 DEFAULT_KIND: CandidateKind = "reme-image"
-CANDIDATES: tuple[str, ...] = get_args(CandidateKind)
 _CREDENTIAL_HINTS = ("key", "secret", "token", "password", "base_url")
 
 

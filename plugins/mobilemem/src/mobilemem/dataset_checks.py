@@ -8,7 +8,7 @@
   not a conversation, and would only fail at the model. (Checked here, not in the record's model,
   so that its session's images are still checked.)
 - Turn numbers are unique within a session: the candidate's message id is `<session_id>-t<turn>`
-  (`mobilemem.reme.ingest`), and ReMe keeps one message per id.
+  (`mobilemem.message_ids`, as `mobilemem.reme.ingest` sends it), and ReMe keeps one message per id.
 - An image turn's message id fits in the name of the file ReMe saves the image as:
   `msg-<hex of the message id>-image-1<ext>` (ReMe's auto_memory), at most 255 bytes.
 - A session holds no more images than the candidate's `max_images`: ReMe's auto_memory refuses
@@ -31,17 +31,13 @@ from typing import Any
 from mobilemem.dataset_records import JsonLine, SessionRecord, id_problem, item_label
 from mobilemem.dataset_text import text_problem
 from mobilemem.images import quoted
+from mobilemem.message_ids import message_id
 
 MAX_TURN_TEXT_CHARS = 200_000
 MAX_FILE_NAME_BYTES = 255
 # ReMe's attachment name is f"msg-{message_id.encode().hex()}-image-{block}{ext}": block 1 (the image
 # follows its "Image ID:" text block), ext at most ".webp"; ids are ASCII, 2 hex digits a character.
 MAX_MESSAGE_ID_CHARS = (MAX_FILE_NAME_BYTES - len("msg--image-1.webp")) // 2
-
-
-def message_id(session_id: str, turn: int) -> str:
-    """The id the candidate gives a turn's message (`mobilemem.reme.ingest.session_messages`)."""
-    return f"{session_id}-t{turn}"
 
 
 def check_unique_ids(user_lines: Iterable[JsonLine], question_lines: Iterable[JsonLine], problems: list[str]) -> None:
