@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from mobilemem import usage
+from mobilemem import transport, usage
 from mobilemem.config import load_config
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, ObservedRequest, PlannedQuestion, RunFile,
@@ -36,7 +36,7 @@ async def _known(sim, text: str) -> ObservedRequest:
 
 async def _unknown(sim) -> ObservedRequest:
     client = openai.AsyncOpenAI(api_key="k", base_url=sim.base_url, max_retries=0,
-                                http_client=httpx.AsyncClient(transport=usage.RecordingTransport()))
+                                http_client=httpx.AsyncClient(transport=transport.RecordingTransport()))
     try:
         with usage.scope() as scope:
             async for _ in await client.chat.completions.create(

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
-from mobilemem import usage
+from mobilemem import response_rewrite, transport, usage
 from mobilemem.config import load_config
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import ObservedRequest
@@ -60,7 +60,7 @@ async def test_usage_equals_what_the_simulator_returned(sim, stream):
 
 async def test_without_include_usage_counters_are_unknown_not_zero(sim):
     client = openai.AsyncOpenAI(api_key="k", base_url=sim.base_url, max_retries=0,
-                                http_client=httpx.AsyncClient(transport=usage.RecordingTransport()))
+                                http_client=httpx.AsyncClient(transport=transport.RecordingTransport()))
     try:
         with usage.scope() as scope:
             stream = await client.chat.completions.create(
@@ -197,7 +197,7 @@ SECRET = "sk-split-me-0123456789"
 @given(st.text(max_size=40), st.text(max_size=40), st.lists(st.integers(min_value=1, max_value=9), max_size=12))
 def test_a_credential_never_survives_the_scrubber_however_the_bytes_are_chunked(before, after, cuts):
     data = f"{before}{SECRET}{after}{base64.b64encode(SECRET.encode()).decode()}".encode()
-    scrubber, out, start = usage.Scrubber(usage.secret_forms([SECRET])), b"", 0
+    scrubber, out, start = response_rewrite.Scrubber(response_rewrite.secret_forms([SECRET])), b"", 0
     for cut in cuts:
         out += scrubber.feed(data[start:start + cut])
         start += cut
@@ -212,7 +212,7 @@ def test_a_credential_split_across_stream_deltas_is_removed_and_the_rest_release
     events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 3}})
     raw = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
-    rewriter = usage.StreamRewriter(True, usage.secret_forms([SECRET]))
+    rewriter = response_rewrite.StreamRewriter(True, response_rewrite.secret_forms([SECRET]))
     out = b"".join(rewriter.feed(raw[i:i + 7]) for i in range(0, len(raw), 7)) + rewriter.flush()
     lines = [json.loads(line[5:]) for line in out.split(b"\n") if line.startswith(b"data: {")]
     text = "".join(c["delta"].get("content", "") for e in lines for c in e["choices"])
@@ -280,8 +280,8 @@ def test_any_key_in_any_legal_escaping_leaves_valid_json_without_the_key(key, st
     assume(set(key) - STRUCTURE)  # a character of its own: the key is nowhere else in the body
     raw = _wire(key, data.draw(escapings(key)), stream)
     cuts = data.draw(st.lists(st.integers(min_value=1, max_value=64), max_size=40))
-    scrubber = usage.Scrubber(usage.secret_forms([key]))
-    rewriter = usage.StreamRewriter(stream, scrubber.forms)  # as the transport's stream applies them
+    scrubber = response_rewrite.Scrubber(response_rewrite.secret_forms([key]))
+    rewriter = response_rewrite.StreamRewriter(stream, scrubber.forms)  # as the transport's stream applies them
     out, start = b"", 0
     for cut in cuts:
         out += rewriter.feed(scrubber.feed(raw[start:start + cut]))

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem.config import CandidatePreset, Config, RequestPreset
 from mobilemem.errors import ConfigError, ModelCallError, register_secret
-from mobilemem.usage import RecordingTransport
+from mobilemem.transport import RecordingTransport
 
 Role = Literal["candidate", "judge"]
 SIMULATED_KEY = "simulated-key"

@@ -1,5 +1,5 @@
 """What the libraries may read of a model's response, fixed at the seam where the bytes enter
-(`mobilemem.usage.RecordingTransport` applies it): the credentials in use are removed, and a
+(`mobilemem.transport.RecordingTransport` applies it): the credentials in use are removed, and a
 partially reported `usage`, which the libraries would reject, is hidden (the observed record
 keeps what was reported).
 
