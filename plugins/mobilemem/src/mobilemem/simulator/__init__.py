@@ -6,6 +6,7 @@ fault rules (``faults``) and a request log. Importing this package loads only th
 """
 
 from .faults import FaultRule
-from .server import LoggedRequest, Simulator, start_simulator
+from .server import start_simulator
+from .state import LoggedRequest, Simulator
 
 __all__ = ["FaultRule", "LoggedRequest", "Simulator", "start_simulator"]

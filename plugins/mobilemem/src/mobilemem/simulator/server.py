@@ -1,140 +1,30 @@
 """The simulator's HTTP side: an OpenAI-compatible chat-completions server on 127.0.0.1.
 
 Stdlib only (``ThreadingHTTPServer``, HTTP/1.1 keep-alive, chunked server-sent events for
-streams). What to answer comes from ``policy``; which requests misbehave from ``faults``.
+streams). What to answer comes from ``policy``; which requests misbehave from ``faults``; the
+log, rules in force and counters are ``state``.
 Request headers (and so API keys) are never logged or stored; only the `http_401_echo` fault reads
 the Authorization header, to quote it back in its error as some providers do.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import socket
 import struct
 import threading
-import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from . import faults as fault_rules
 from . import policy
-from .faults import FaultRule, FaultTable
+from .faults import FaultRule
+from .state import LoggedRequest, Simulator
 from .usage_rules import completion_payload, stream_events, wants_usage
 
 MODEL_IDS = ("qwen3.8-max", "mobilemem-judge", "simulator")
-
-
-@dataclass
-class LoggedRequest:
-    """One chat request. ``reply`` is the completion computed for it (``None`` when a fault sent
-    none: HTTP errors, malformed bodies); ``usage`` is the usage object actually sent, if any."""
-
-    id: int
-    role: str
-    final: bool
-    fault: str | None
-    status: int
-    started: float
-    finished: float
-    body: dict = field(repr=False)
-    usage: dict | None = None
-    reply: dict | None = None
-
-
-class Simulator:
-    """A running simulator: its address, request log, fault rules and in-flight counters."""
-
-    def __init__(self, server: _Server, faults: Sequence[FaultRule], latency_s: float) -> None:
-        self._server = server
-        self._lock = threading.Lock()
-        self._log: list[LoggedRequest] = []
-        self._routes: list[str] = []  # "METHOD /path" of every HTTP request, routed or not
-        self._table = FaultTable(faults)
-        self._ids = itertools.count(1)
-        self._in_flight: Counter[str | None] = Counter()
-        self._max: Counter[str | None] = Counter()
-        self._stopping = threading.Event()
-        self.latency_s = latency_s
-        self.keep_log = True  # False: no request log in memory (bodies hold every image sent)
-        self.on_finished: Callable[[LoggedRequest], None] | None = None
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    @property
-    def requests(self) -> list[LoggedRequest]:
-        with self._lock:
-            return list(self._log)
-
-    @property
-    def routes(self) -> list[str]:
-        with self._lock:
-            return list(self._routes)
-
-    def _route(self, method: str, path: str) -> None:
-        with self._lock:
-            self._routes.append(f"{method} {path}")
-
-    @property
-    def faults(self) -> list[FaultRule]:
-        return self._table.rules
-
-    @faults.setter
-    def faults(self, rules: Sequence[FaultRule]) -> None:
-        self._table = FaultTable(rules)
-
-    def reset(self) -> None:
-        """Forget the log, the fault rules (and their hit counts), in-flight maxima and latency."""
-        with self._lock:
-            self._log.clear()
-            self._routes.clear()
-            self._max.clear()
-        self.faults = ()
-        self.latency_s = 0.0
-
-    def max_in_flight(self, role: str | None = None) -> int:
-        with self._lock:
-            return self._max[role]
-
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Block until no request is in flight (e.g. a timed-out one still sleeping)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                if self._in_flight[None] == 0:
-                    return True
-            time.sleep(0.01)
-        return False
-
-    def _begin(self, role: str, final: bool, body: dict, rule: FaultRule | None) -> LoggedRequest:
-        now = time.time()
-        with self._lock:
-            entry = LoggedRequest(next(self._ids), role, final, rule.kind if rule else None, 0, now, now, body)
-            if self.keep_log:
-                self._log.append(entry)
-            for key in (None, role):
-                self._in_flight[key] += 1
-                self._max[key] = max(self._max[key], self._in_flight[key])
-        return entry
-
-    def _end(self, entry: LoggedRequest) -> None:
-        entry.finished = time.time()
-        with self._lock:
-            for key in (None, entry.role):
-                self._in_flight[key] -= 1
-        if self.on_finished is not None:
-            self.on_finished(entry)
-
-    def _pause(self, seconds: float) -> None:
-        if seconds > 0:
-            self._stopping.wait(seconds)
 
 
 class _Server(ThreadingHTTPServer):
@@ -170,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Silenced: the default access log would be the only place a request line leaks."""
 
     def do_GET(self) -> None:  # noqa: N802
-        self.server.simulator._route("GET", self.path)
+        self.server.simulator.route("GET", self.path)
         if self.path.split("?")[0].rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "mobilemem-simulator"} for m in MODEL_IDS]
             self._json(200, {"object": "list", "data": data})
@@ -178,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route for GET {self.path}", "not_found_error")
 
     def do_POST(self) -> None:  # noqa: N802
-        self.server.simulator._route("POST", self.path)
+        self.server.simulator.route("POST", self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route for POST {self.path}", "not_found_error")
@@ -194,10 +84,10 @@ class _Handler(BaseHTTPRequestHandler):
         sim = self.server.simulator
         role, final = policy.classify(body)
         # the canonical dump too, in case a client escaped non-ASCII text in the raw body
-        rule = sim._table.select(role, raw_text, json.dumps(body, ensure_ascii=False))
-        self._entry = entry = sim._begin(role, final, body, rule)
+        rule = sim.select_fault(role, raw_text, json.dumps(body, ensure_ascii=False))
+        self._entry = entry = sim.begin(role, final, body, rule)
         try:
-            sim._pause(sim.latency_s)
+            sim.pause(sim.latency_s)
             self._answer(entry, body, rule)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. its timeout)
             self.close_connection = True
@@ -209,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
         response, the log already shows its finish time, usage and in-flight count."""
         entry, self._entry = self._entry, None
         if entry is not None:
-            self.server.simulator._end(entry)
+            self.server.simulator.end(entry)
 
     def _answer(self, entry: LoggedRequest, body: dict, rule: FaultRule | None) -> None:
         kind = rule.kind if rule else None
@@ -222,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(entry.status, f"simulated fault {kind}", "server_error" if kind == "http_500"
                                else "rate_limit_error")
         if rule is not None and kind == "timeout":
-            self.server.simulator._pause(rule.delay_s)
+            self.server.simulator.pause(rule.delay_s)
         try:
             completion = fault_rules.rewrite(kind, entry.role, body, policy.reply(entry.role, body), rule)
         except Exception as exc:  # a policy bug must reach the client as a 500, not a hang
@@ -304,7 +194,7 @@ def start_simulator(port: int = 0, faults: Sequence[FaultRule] = (), latency_s: 
     `keep_log=False` keeps no request log in memory (for long runs; `on_finished` still sees each).
     """
     server = _Server((host, port))
-    simulator = server.simulator = Simulator(server, faults, latency_s)
+    simulator = server.simulator = Simulator(server.server_address[:2], faults, latency_s)
     simulator.keep_log = keep_log
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="mobilemem-simulator", daemon=True)
@@ -312,7 +202,7 @@ def start_simulator(port: int = 0, faults: Sequence[FaultRule] = (), latency_s: 
     try:
         yield simulator
     finally:
-        simulator._stopping.set()
+        simulator.stop()
         server.shutdown()
         thread.join()
         for connection in list(server.connections):
