@@ -3,8 +3,14 @@
     MobilememError
      ├── ConfigError        bad configuration file, key, type or flag
      ├── DatasetError       preflight found problems (carries every one of them)
-     ├── WorkspaceEscape    a tool path that would leave the user's memory folder
-     └── ModelCallError     a model request failed (HTTP status, timeout, broken stream)
+     ├── NotARunDirectory   a path that names no run directory (mobilemem.run_reader)
+     ├── DamagedFile        a run-directory file that cannot be trusted (mobilemem.run_reader)
+     ├── ReportError        a run directory that cannot be reported (mobilemem_judge.analysis)
+     ├── CompareRefused     two runs that cannot be compared (mobilemem_judge.analysis)
+     └── ServerNotStarted   Prefect's embedded API server did not start (the console)
+
+Outside it: `images.ImageProblem` (one image reference or file that cannot be used) and
+`transport.IncompleteCompletion` (an httpx protocol error, so the openai client treats it as one).
 
 `error_record(exc, stage=..., ...)` turns any exception into an `ErrorLine`: a sanitized reason
 and the (file, line, function) of each stack frame, never frame locals. `sanitize` scrubs API keys,
@@ -55,14 +61,6 @@ class DatasetError(MobilememError):
         count = len(self.problems)
         header = f"the dataset cannot be evaluated: {count} problem{'s' if count != 1 else ''}"
         super().__init__("\n".join([header, *self.problems]))
-
-
-class WorkspaceEscape(MobilememError):
-    """A path given to a memory tool would leave the user's memory folder."""
-
-
-class ModelCallError(MobilememError):
-    """A model request failed: HTTP error status, timeout, reset or malformed body."""
 
 
 REDACTED = "[redacted]"

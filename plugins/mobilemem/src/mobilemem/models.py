@@ -26,15 +26,14 @@ from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem.config import CandidatePreset, Config, RequestPreset
-from mobilemem.errors import ConfigError, ModelCallError, register_secret
+from mobilemem.errors import ConfigError, register_secret
 from mobilemem.transport import RecordingTransport
 
 Role = Literal["candidate", "judge"]
 SIMULATED_KEY = "simulated-key"
 # What a failed model call raises below the agent: HTTP status, connection, timeout, and a body
 # that is not JSON (the openai SDK lets json.JSONDecodeError through).
-MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, json.JSONDecodeError,
-                                                      ModelCallError)
+MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, json.JSONDecodeError)
 
 
 class Endpoint(BaseModel):

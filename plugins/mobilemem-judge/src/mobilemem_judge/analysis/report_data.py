@@ -102,10 +102,6 @@ class Report:
     thumbnails: Thumbnails = field(repr=False)
     damaged: list[str] = field(default_factory=list)  # files left out, one line each (run-relative)
 
-    @property
-    def scored_rows(self) -> list[QuestionRow]:
-        return [q for q in self.questions if q.status == "scored"]
-
 
 def gold_text(gold: str | list[str]) -> str:
     return gold if isinstance(gold, str) else " | ".join(gold)
