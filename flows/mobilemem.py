@@ -72,7 +72,7 @@ from tasks.reuse import reuse_user
 from tasks.skip import skip_question
 from lifecycle.orchestration import all_or_none, mark_started, start_patiently
 from lifecycle.outcome import StepOutcome, run_state, run_step
-from lifecycle.step_records import record_orphaned_questions
+from lifecycle.gaps import record_orphaned_questions
 
 
 NOT_RUN = ("not_run", "the run stopped starting new work", None)
@@ -111,14 +111,14 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
     if context.rejudge and job.question_id not in reused.reused_answers:  # the candidate is never asked
         await run_step(skip_question, quote(job), quote(user), "answer", REJUDGE_NO_ANSWER, None)
         return
-    async with context.questions:  # one slot from the start of the answer to the end of its judgment
+    async with context.query_slots:  # one slot from the start of the answer to the end of its judgment
         if job.question_id in reused.reused_answers:
             user.progress.bump(answered=1)
             answered = StepOutcome(success=True, answer=reused.reused_answers[job.question_id])
         else:
             answered = await run_step(answer_question, quote(job), quote(user))
         if answered.success:
-            async with context.judgments:
+            async with context.judge_slots:
                 await run_step(judge_answer, quote(context.dataset.judge_questions[job.question_id]),
                                answered.answer or "", quote(user))
 
@@ -130,7 +130,7 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     scheduled = context.scheduled(user_id)
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
     # API calls on SQLite) overlap with other users' work instead of idling a slot.
-    async with context.users:
+    async with context.user_slots:
         reused = await run_step(reuse_user, quote(context), user_id) if context.reuse else StepOutcome(success=True)
         user = await run_setup.open_user(context, user_id)  # the user's ReMe application
         try:

@@ -31,9 +31,9 @@ class RunContext:
     config: Config
     candidate_model: ChatModelBase
     judge_model: ChatModelBase
-    users: asyncio.Semaphore
-    questions: asyncio.Semaphore  # held from the start of a question's answer to the end of its judgment
-    judgments: asyncio.Semaphore  # an additional cap on judgments alone
+    user_slots: asyncio.Semaphore  # user_concurrency: users evaluated at once
+    query_slots: asyncio.Semaphore  # query_concurrency: held from a question's answer start to its judgment end
+    judge_slots: asyncio.Semaphore  # judge_concurrency: an additional cap on judgments alone
     disk: DiskGuard
     dashboard: Dashboard
     judge_settings: JudgeSettingsFile

@@ -198,8 +198,8 @@ async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) 
         run=plan.run, dataset=plan.dataset, config=config,
         candidate_model=build_chat_model(candidate, config.candidate),
         judge_model=build_chat_model(judge, config.judge),
-        users=asyncio.Semaphore(config.user_concurrency), questions=asyncio.Semaphore(config.query_concurrency),
-        judgments=asyncio.Semaphore(config.judge_concurrency),
+        user_slots=asyncio.Semaphore(config.user_concurrency), query_slots=asyncio.Semaphore(config.query_concurrency),
+        judge_slots=asyncio.Semaphore(config.judge_concurrency),
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         dashboard=Dashboard(RunIdentity.of(manifest), {
             u.user_id: UserProgress(u.user_id, len(u.sessions) if ingests else 0, len(u.questions))

@@ -18,7 +18,7 @@ from mobilemem.records import AnswerResponseFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import question_files, record_gap, save, step_failed, write_job
+from lifecycle.gaps import question_files, record_gap, save, step_failed, write_job
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,

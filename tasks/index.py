@@ -19,7 +19,7 @@ from mobilemem.rundir import append_error, read_record
 from mobilemem.usage import summarize
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import save, step_failed
+from lifecycle.gaps import save, step_failed
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,

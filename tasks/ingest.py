@@ -18,7 +18,7 @@ from mobilemem.records import SessionFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import save, step_failed
+from lifecycle.gaps import save, step_failed
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,

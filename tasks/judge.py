@@ -21,7 +21,7 @@ from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.step_records import question_files, record_gap, save, step_failed
+from lifecycle.gaps import question_files, record_gap, save, step_failed
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,

@@ -13,7 +13,7 @@ from mobilemem.records import GapStage
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import StepOutcome, reports_state
-from lifecycle.step_records import question_files, record_gap, write_job
+from lifecycle.gaps import question_files, record_gap, write_job
 
 
 @task(name="skip_question", retries=0, task_run_name="skip-{job.question_id}", cache_policy=NO_CACHE,

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from mobilemem.disk import DiskGuard
 from mobilemem.records import ErrorLine, JobFile
 from mobilemem.rundir import RunDir, read_lines
-from lifecycle.step_records import save
+from lifecycle.gaps import save
 
 
 def _user(tmp_path):

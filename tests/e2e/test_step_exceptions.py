@@ -12,7 +12,7 @@ import pytest
 
 import flows.mobilemem as flow_module
 from e2e.runs import errors, run_cli, summary
-from lifecycle import step_records
+from lifecycle import gaps
 from mobilemem.records import ErrorFile
 from mobilemem.rundir import RunDir, read_record
 from mobilemem.simulator import FaultRule
@@ -57,14 +57,14 @@ def test_a_record_that_cannot_be_written_is_its_steps_gap_at_every_stage(sim, sa
     failing = ("users/1/sessions/1_2.json", "users/2/index-response.json",
                "users/0/questions/0_q_1/answer-response.json", "users/0/questions/0_q_2/judgment.json",
                "users/0/questions/0_q_3/metrics.json")
-    real_write = step_records.write_record
+    real_write = gaps.write_record
 
     def write_record(path, record):
         if path.as_posix().endswith(failing):  # as a lone surrogate in a field would
             raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed (injected)")
         real_write(path, record)
 
-    monkeypatch.setattr(step_records, "write_record", write_record)
+    monkeypatch.setattr(gaps, "write_record", write_record)
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
     _one_failure_per_stage(code, run, "write error", "UnicodeEncodeError")
     assert not run.user(1).session("1_3").exists()  # the history stopped at the failed session
