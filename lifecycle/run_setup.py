@@ -107,6 +107,13 @@ def run_name() -> str:
     return f"{model}-{datetime.now(UTC):%Y%m%d-%H%M}"
 
 
+def overrides(model: str | None, user_concurrency: int | None, query_concurrency: int | None,
+              judge_model: str | None, candidate: str | None = None) -> dict:
+    return {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency,
+            "judge": {"model": judge_model} if judge_model else None,
+            "candidate": {"kind": candidate} if candidate else None}
+
+
 def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_file: Path | None,
               users: list[int] | None, limit_questions: int | None, simulate: bool,
               reuse: list[Path] | None = None, rejudge: Path | None = None) -> Plan:

@@ -31,9 +31,22 @@ def _offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
             if name.split(".")[0] in forbidden or any(name.startswith(f + ".") or name == f for f in forbidden)]
 
 
-def test_plugins_never_import_prefect_tasks_or_flows():
+LAYERS = ("cli", "flows", "tasks", "lifecycle")  # top to bottom; the plugins are below them all
+
+
+def test_plugins_never_import_prefect_or_the_runner():
     for package in PLUGINS:
-        assert _offenders(package, ("prefect", "tasks", "flows")) == []
+        assert _offenders(package, ("prefect", *LAYERS)) == []
+
+
+def test_no_layer_imports_one_above_it():
+    """`cli → flows → tasks → lifecycle → plugins`: a module imports its own layer or those below."""
+    offenders = []
+    for depth, layer in enumerate(LAYERS):
+        above = LAYERS[:depth]
+        offenders += [f"{file}: {name}" for file, names in _imports(ROOT / layer).items() for name in names
+                      if name.split(".")[0] in above]
+    assert offenders == []
 
 
 def test_mobilemem_never_imports_the_judge():

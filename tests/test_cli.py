@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from flows.mobilemem import main
+from cli import main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

@@ -27,7 +27,7 @@ from mobilemem.records import (AnswerResponse, AnswerResponseFile, JobFile, Judg
                                RunFile, Usage)
 from mobilemem.rundir import RunDir, write_record
 from lifecycle import run_setup
-from lifecycle.plan import main
+from cli.plan import main
 
 NOW = datetime.now(UTC)
 ROW = re.compile(r"^  (memory|answers|judge|  reused|all|reused|to send)\s+(-?[\d,]+) requests\s+(-?[\d,]+) "

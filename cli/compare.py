@@ -1,5 +1,6 @@
 """`compare RUN_A RUN_B [--out DIR]`: run B against run A (mobilemem_judge.analysis.compare), written
-as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), and summarized."""
+as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), and summarized. It
+imports neither Prefect nor ReMe."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from mobilemem.records import CompareFile, ComparedRun, PairedScore
 from mobilemem.rundir import compare_files, write_bytes_atomic, write_record
-from lifecycle.arguments import CommandParser
+from cli.arguments import CommandParser
 
 
 def _label(run: ComparedRun) -> str:

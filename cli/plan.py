@@ -22,10 +22,9 @@ from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
 from mobilemem.records import JudgeSettingsFile
 from mobilemem.rundir import RunDir
-from lifecycle import commands
 from lifecycle.reuse_match import UserMatch, match_user
 from lifecycle.run_setup import candidate_provenance  # as run.json records it: fingerprints agree
-from lifecycle.arguments import CommandParser
+from cli.arguments import CommandParser, positive, user_ids
 
 OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
 RETRIEVED_TOKENS = 3_000  # per answer iteration: the memory it is assumed to read back
@@ -84,15 +83,15 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Preflight, then the size of the run: nothing is sent or written.")
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--output", type=Path, help="also say whether the run directory there is free")
-    parser.add_argument("--users", type=commands.user_ids, help="only these user ids, comma-separated")
-    parser.add_argument("--limit-questions", type=commands.positive)
+    parser.add_argument("--users", type=user_ids, help="only these user ids, comma-separated")
+    parser.add_argument("--limit-questions", type=positive)
     parser.add_argument("--config", type=Path)
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
     parser.add_argument("--simulate", action="store_true", help="plan a run against the simulator")
     parser.add_argument("--candidate", choices=CANDIDATES, help="plan a baseline's run (see the main command)")
     parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
-    parser.add_argument("--iterations-per-session", type=commands.positive, default=3)
-    parser.add_argument("--iterations-per-question", type=commands.positive, default=6)
+    parser.add_argument("--iterations-per-session", type=positive, default=3)
+    parser.add_argument("--iterations-per-question", type=positive, default=6)
     return parser
 
 
