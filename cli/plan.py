@@ -1,6 +1,7 @@
 """`plan` (issue 14): after the full dataset preflight, the counts, what `--reuse` would copy (the lookups
 of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula.
-No model request, no file written: unlike `run_setup.preflight`, nothing claims the run directory."""
+No model request, no file written: the run's request, configuration and dataset preflight
+(`run_setup.configured`, `.selected`), but unlike `run_setup.preflight` nothing claims the run directory."""
 
 from __future__ import annotations
 
@@ -14,16 +15,17 @@ from PIL import Image
 
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
-from mobilemem.config import CANDIDATES, DEFAULT_KIND, Config, load_config
-from mobilemem.dataset import Dataset, ScheduledUser, load_dataset
+from mobilemem.config import CANDIDATES, DEFAULT_KIND, Config
+from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import JudgeSettingsFile
+from mobilemem.records import JudgeSettingsFile, RunRequest
 from mobilemem.rundir import RunDir
+from lifecycle import run_setup
 from lifecycle.reuse_match import UserMatch, match_user
-from lifecycle.run_setup import candidate_provenance  # as run.json records it: fingerprints agree
+from lifecycle.provenance import candidate_provenance  # as run.json records it: fingerprints agree
 from cli.arguments import CommandParser, positive, user_ids
 
 OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
@@ -150,13 +152,14 @@ def _reuse_lines(user: ScheduledUser, mine: UserMatch) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    request = RunRequest(dataset=args.dataset, output=args.output, model=args.model, config=args.config,
+                         users=args.users, limit_questions=args.limit_questions, simulate=args.simulate,
+                         reuse=args.reuse, candidate=args.candidate)
     try:
-        config = load_config(args.config, {"model": args.model,
-                                           "candidate": {"kind": args.candidate} if args.candidate else None})
+        config, _ = run_setup.configured(request)  # as the run's preflight
         judge, note = _judge_endpoint(config, args.simulate)
         settings = mobilemem_judge.judge_settings(config.judge, judge)
-        dataset = load_dataset(args.dataset, users=args.users, limit_questions=args.limit_questions,
-                               max_session_images=config.candidate.max_images)
+        dataset = run_setup.selected(request, config)
         found = _reuse(args, dataset, config, settings)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile
+from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunRequest
 from mobilemem.rundir import RunDir, write_record
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from cli import exit_codes, run
@@ -15,8 +15,8 @@ from cli.arguments import CommandParser, refuse
 from cli.summarize import score_text
 
 
-def rejudge_params(argv: Sequence[str]) -> dict | int:
-    """The flow's parameters of a rejudge run: the earlier run's dataset, users, question limit,
+def rejudge_request(argv: Sequence[str]) -> RunRequest | int:
+    """The request of a rejudge run: the earlier run's dataset, users, question limit,
     model and simulator flag; its configuration is the base (lifecycle.run_setup.preflight), or the
     exit status of a refusal."""
     parser = CommandParser(
@@ -32,9 +32,9 @@ def rejudge_params(argv: Sequence[str]) -> dict | int:
     except (NotARunDirectory, DamagedFile) as exc:
         print(f"mobilemem: refused to start: rejudge {args.earlier_run}: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
-    return {"dataset": Path(earlier.dataset_path), "output": args.output, "model": None, "config": args.config,
-            "users": earlier.users, "limit_questions": earlier.args.get("limit_questions"),
-            "simulate": earlier.simulated, "rejudge": args.earlier_run, "judge_model": args.judge_model}
+    return RunRequest(dataset=Path(earlier.dataset_path), output=args.output, config=args.config, users=earlier.users,
+                      limit_questions=earlier.args.limit_questions, simulate=earlier.simulated,
+                      rejudge=args.earlier_run, judge_model=args.judge_model)
 
 
 def label_changes(earlier: RunReader, new: RunReader) -> RejudgeFile:
@@ -85,10 +85,10 @@ def report_rejudge(earlier_run: Path, new_run: RunDir, code: int) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    params = rejudge_params(argv)
-    if isinstance(params, int):
-        return params
-    plan = run.preflight(params)
+    request = rejudge_request(argv)
+    if isinstance(request, int):
+        return request
+    plan = run.preflight(request)
     if isinstance(plan, int):
         return plan
-    return report_rejudge(Path(params["rejudge"]), plan.run, run.evaluate(params, plan))
+    return report_rejudge(request.rejudge, plan.run, run.evaluate(plan))

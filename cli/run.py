@@ -16,7 +16,7 @@ from mobilemem.config import CANDIDATES
 from mobilemem.dataset import DATASET_ID
 from mobilemem.errors import ConfigError, DatasetError
 from mobilemem.process_guard import guard_descendants
-from mobilemem.records import SummaryFile
+from mobilemem.records import RunRequest, SummaryFile
 from mobilemem_judge.analysis.report import REPORT_FILE
 from flows.mobilemem import mobilemem
 from lifecycle import run_end, run_setup
@@ -57,25 +57,18 @@ def evaluate_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def preflight(params: dict) -> run_setup.Plan | int:
-    """The run's plan, or 1 when it is refused (said in one line)."""
-    overrides = run_setup.overrides(params["model"], params.get("user_concurrency"),
-                                    params.get("query_concurrency"), params.get("judge_model"), params.get("candidate"))
+def preflight(request: RunRequest) -> run_setup.Plan | int:
+    """The run's plan, handed over to the flow, or 1 when it is refused (said in one line)."""
     try:
-        return run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
-                                   params["users"], params["limit_questions"], params["simulate"],
-                                   params.get("reuse"), params.get("rejudge"))
+        plan = run_setup.preflight(request)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
+    run_setup.hand_over(plan)
+    return plan
 
 
-def start(params: dict) -> int:
-    plan = preflight(params)
-    return plan if isinstance(plan, int) else evaluate(params, plan)
-
-
-def evaluate(params: dict, plan: run_setup.Plan) -> int:
+def evaluate(plan: run_setup.Plan) -> int:
     console.configure()
     # The first SIGINT/SIGTERM cancels the flow (every step on the way out), then the run is closed
     # as interrupted; whatever exception it surfaced as, the exit status is 130 (cli.signals).
@@ -84,7 +77,7 @@ def evaluate(params: dict, plan: run_setup.Plan) -> int:
     with console.prefect_settings(), signals.catch_signals():
         try:
             console.start_embedded_server(plan.run.prefect_server_log)
-            summary = asyncio.run(signals.stopped_by_signals(_summary(params)))
+            summary = asyncio.run(signals.stopped_by_signals(_summary(plan.request)))
         except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
             pass
         except console.ServerNotStarted as exc:
@@ -114,9 +107,9 @@ def evaluate(params: dict, plan: run_setup.Plan) -> int:
     return exit_codes.CLEANUP_ERRORS if summary.cleanup_error_count else exit_codes.COMPLETED
 
 
-async def _summary(params: dict) -> SummaryFile:
+async def _summary(request: RunRequest) -> SummaryFile:
     """Run the parent flow; its summary, whichever state (Completed or Failed) the flow run ended in."""
-    state = await mobilemem(**params, return_state=True)
+    state = await mobilemem(**request.model_dump(), return_state=True)
     result = await state.aresult(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
@@ -126,7 +119,9 @@ async def _summary(params: dict) -> SummaryFile:
 
 def main(argv: Sequence[str]) -> int:
     args = evaluate_parser().parse_args(argv)
-    return start({"dataset": args.dataset, "output": args.output, "model": args.model,
-                  "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
-                  "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
-                  "simulate": args.simulate, "reuse": args.reuse, "candidate": args.candidate})
+    request = RunRequest(dataset=args.dataset, output=args.output, model=args.model,
+                         user_concurrency=args.user_concurrency, query_concurrency=args.query_concurrency,
+                         config=args.config, users=args.users, limit_questions=args.limit_questions,
+                         simulate=args.simulate, reuse=args.reuse or (), candidate=args.candidate)
+    plan = preflight(request)
+    return plan if isinstance(plan, int) else evaluate(plan)

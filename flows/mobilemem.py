@@ -36,7 +36,7 @@ from mobilemem.candidate import remembers
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import RunState
+from mobilemem.records import RunRequest, RunState
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
 from lifecycle import run_setup
@@ -153,21 +153,19 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                     reuse: list[Path] | None = None, rejudge: Path | None = None,
                     judge_model: str | None = None, candidate: str | None = None) -> State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
-    args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
-            "query_concurrency": query_concurrency, "config": config, "users": users,
-            "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []],
-            "rejudge": str(rejudge) if rejudge else None, "judge_model": judge_model, "candidate": candidate}
-    overrides = run_setup.overrides(model, user_concurrency, query_concurrency, judge_model, candidate)
+    request = RunRequest(dataset=dataset, output=output, model=model, user_concurrency=user_concurrency,
+                         query_concurrency=query_concurrency, config=config, users=users,
+                         limit_questions=limit_questions, simulate=simulate, reuse=reuse or (), rejudge=rejudge,
+                         judge_model=judge_model, candidate=candidate)
     try:
-        plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate,
-                                   [Path(p) for p in reuse or []], Path(rejudge) if rejudge else None)
+        plan = run_setup.planned(request)  # the command line's, or a deployment run's own preflight
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")
     with ExitStack() as stack:
         stack.enter_context(signals_reach_the_flow())
         url = stack.enter_context(start_simulator(keep_log=False)).base_url if simulate else None
-        context = await run_setup.open_run(plan, args, url)
+        context = await run_setup.open_run(plan, url)
         state: RunState = "interrupted"
         try:
             await asyncio.gather(*(_user(context, u.user_id) for u in plan.dataset.users))
