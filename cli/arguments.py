@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from mobilemem.rundir import RunDir
+
 
 class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -36,7 +38,7 @@ def run_dir_argument(argv: Sequence[str], command: str, description: str) -> Pat
     parser = CommandParser(prog=f"python flows/mobilemem.py {command}", description=description)
     parser.add_argument("run_dir", type=Path)
     run_dir = parser.parse_args(argv).run_dir
-    if not (run_dir / "run.json").is_file():
+    if not RunDir(run_dir).is_run():
         print(f"mobilemem: {run_dir} is not a run directory (no run.json)", file=sys.stderr)
         return None
     return run_dir

@@ -7,12 +7,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mobilemem.metrics import score_text
 from mobilemem.records import JudgeSettingsFile, JudgmentFile, LabelFlip, RejudgeFile, RunRequest
 from mobilemem.rundir import RunDir, write_record
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from cli import exit_codes, run
 from cli.arguments import CommandParser, refuse
-from cli.summarize import score_text
 
 
 def rejudge_request(argv: Sequence[str]) -> RunRequest | int:

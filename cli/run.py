@@ -17,7 +17,6 @@ from mobilemem.dataset import DATASET_ID
 from mobilemem.errors import ConfigError, DatasetError
 from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunRequest, SummaryFile
-from mobilemem_judge.analysis.report import REPORT_FILE
 from flows.mobilemem import mobilemem
 from lifecycle import run_end, run_setup
 from cli import console, exit_codes, signals
@@ -94,8 +93,8 @@ def evaluate(plan: run_setup.Plan) -> int:
             print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
             return exit_codes.INTERRUPTED
     print(headline(plan.run.root, summary))
-    if (plan.run.root / REPORT_FILE).is_file():
-        print(f"report: {plan.run.root / REPORT_FILE}")
+    if plan.run.report.is_file():
+        print(f"report: {plan.run.report}")
     if summary.state == "interrupted_by_error":
         print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
               f"{plan.run.root} (exit 3)", file=sys.stderr)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mobilemem.metrics import score_text
 from mobilemem.records import SummaryFile
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem.summary import liveness
@@ -16,17 +17,12 @@ from lifecycle.summary_files import write_summary
 from cli.arguments import refuse, run_dir_argument
 
 
-def score_text(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
 def headline(run_dir: Path, summary: SummaryFile) -> str:
-    pct = score_text
     gaps = summary.gap_count
     return (f"run directory: {run_dir}\n"
             f"scored {summary.scored}/{summary.expected} questions ({gaps} technical gaps)"
-            f"{' [simulated]' if summary.simulated else ''}: accuracy {pct(summary.overall.accuracy)}, "
-            f"F1 {pct(summary.overall.f1)}, BLEU-1 {pct(summary.overall.bleu1)}")
+            f"{' [simulated]' if summary.simulated else ''}: accuracy {score_text(summary.overall.accuracy)}, "
+            f"F1 {score_text(summary.overall.f1)}, BLEU-1 {score_text(summary.overall.bleu1)}")
 
 
 def report_damage(command: str, root: Path, damaged: Sequence[str]) -> None:

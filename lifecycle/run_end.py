@@ -34,7 +34,7 @@ def mark_stopped(run: RunDir) -> RunState:
 def mark_interrupted(run: RunDir) -> None:
     """After an interrupt: run.json says so (if the flow could not), and summary.json covers what
     completed. Interrupted before run.json existed, the run leaves no folder behind."""
-    if not run.run.exists():
+    if not run.is_run():
         run.abandon()
         return
     manifest = read_record(run.run, RunFile)
@@ -46,7 +46,7 @@ def mark_interrupted(run: RunDir) -> None:
 def after_failure(run: RunDir, exc: Exception, headline: Callable[[Path, SummaryFile], str]) -> int:
     """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
     (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
-    if not run.run.exists():
+    if not run.is_run():
         run.abandon()
         print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
         return 1
