@@ -155,7 +155,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     request = RunRequest(dataset=dataset, output=output, model=model, user_concurrency=user_concurrency,
                          query_concurrency=query_concurrency, config=config, users=users,
-                         limit_questions=limit_questions, simulate=simulate, reuse=reuse or (), rejudge=rejudge,
+                         limit_questions=limit_questions, simulate=simulate, reuse=reuse, rejudge=rejudge,
                          judge_model=judge_model, candidate=candidate)
     try:
         plan = run_setup.planned(request)  # the command line's, or a deployment run's own preflight

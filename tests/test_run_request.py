@@ -31,6 +31,14 @@ def test_an_older_run_json_args_dict_reads_as_a_request():
     assert request.model_dump(mode="json") == OLDER_ARGS  # and is written back in the same shape
 
 
+def test_the_flows_parameters_with_their_defaults_read_as_a_request():
+    """What a deployment's flow run holds (`flow_run.parameters`, every default filled in)."""
+    defaults = {name: None for name in ("model", "user_concurrency", "query_concurrency", "config", "users",
+                                        "limit_questions", "reuse", "rejudge", "judge_model", "candidate")}
+    request = RunRequest.model_validate({**defaults, "dataset": "examples/sample", "output": "runs", "simulate": True})
+    assert request == RunRequest(dataset=Path("examples/sample"), output=Path("runs"), simulate=True)
+
+
 def test_an_unknown_field_is_refused():
     with pytest.raises(ValidationError):
         RunRequest.model_validate({**OLDER_ARGS, "surprise": 1})

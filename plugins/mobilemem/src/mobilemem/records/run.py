@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
@@ -66,6 +66,11 @@ class RunRequest(BaseModel):
     rejudge: Path | None = Field(default=None, description="the earlier run a rejudge run judges again")
     judge_model: str | None = None
     candidate: str | None = Field(default=None, description="candidate.kind, when asked for")
+
+    @field_validator("reuse", mode="before")
+    @classmethod
+    def _no_reuse(cls, value: object) -> object:
+        return () if value is None else value  # the flow's parameter defaults to None
 
 
 class RunFile(RecordBase):
