@@ -1,4 +1,4 @@
-"""The commands' exit statuses (DESIGN §8). `lifecycle.run_end.after_failure` returns the same numbers."""
+"""The commands' exit statuses (DESIGN §8)."""
 
 COMPLETED = 0
 REFUSED = 1  # refused to start, or a usage error

@@ -14,9 +14,10 @@ from prefect.exceptions import TerminationSignal
 
 from mobilemem.config import CANDIDATES
 from mobilemem.dataset import DATASET_ID
-from mobilemem.errors import ConfigError, DatasetError
+from mobilemem.errors import ConfigError, DatasetError, describe, error_record
 from mobilemem.process_guard import guard_descendants
 from mobilemem.records import RunRequest, SummaryFile
+from mobilemem.rundir import RunDir, append_error, read_record
 from flows.mobilemem import mobilemem
 from lifecycle import run_end, run_setup
 from cli import console, exit_codes, signals
@@ -85,7 +86,7 @@ def evaluate(plan: run_setup.Plan) -> int:
             return exit_codes.REFUSED
         except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
             if not signals.interrupted():
-                return run_end.after_failure(plan.run, exc, headline)
+                return _after_failure(plan.run, exc)
         finally:
             guard.stop()
         if signals.interrupted() or summary is None:
@@ -104,6 +105,24 @@ def evaluate(plan: run_setup.Plan) -> int:
               file=sys.stderr)
         return exit_codes.NOTHING_SCORED
     return exit_codes.CLEANUP_ERRORS if summary.cleanup_error_count else exit_codes.COMPLETED
+
+
+def _after_failure(run: RunDir, exc: Exception) -> int:
+    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
+    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
+    if not run.is_run():
+        run.abandon()
+        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
+        return exit_codes.REFUSED
+    append_error(run, error_record(exc, stage="cleanup"))
+    state = run_end.mark_stopped(run)
+    if state == "completed":
+        print(headline(run.root, read_record(run.summary, SummaryFile)))
+        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
+        return exit_codes.CLEANUP_ERRORS
+    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
+          file=sys.stderr)
+    return exit_codes.STOPPED_BY_ERROR
 
 
 async def _summary(request: RunRequest) -> SummaryFile:
