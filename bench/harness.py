@@ -73,7 +73,7 @@ class Processes:
 
     def prefect_server(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
-        from lifecycle.console import EMBEDDED_SERVER_QUIET
+        from cli.console import EMBEDDED_SERVER_QUIET
 
         env = {**os.environ, **EMBEDDED_SERVER_QUIET, "PREFECT_HOME": str(self.home / "prefect")}
         process = self._spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",

@@ -108,7 +108,8 @@ def _workspace(spec: MemorySpec, workspace: Path, rng: random.Random) -> None:
 def _run_file(users: list[int]) -> RunFile:
     """The least run.json that RunReader.open accepts."""
     now = datetime.now(UTC)
-    return RunFile(args={}, config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="synthetic",
+    return RunFile(args={"dataset": "synthetic", "output": "synthetic"}, config={}, package_versions={},
+                   git_commit=None, git_dirty=None, dataset_path="synthetic",
                    dataset_revision=None, data_sha256="0" * 64, questions_sha256="0" * 64, prompt_sha256={},
                    started_at=now, finished_at=now, simulated=True, state="completed", users=users)
 

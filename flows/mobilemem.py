@@ -1,10 +1,5 @@
-"""The Prefect flows of mobilemem-bench and its command line.
-
-    python flows/mobilemem.py --dataset PATH --output PATH [options]
-    python -m flows.mobilemem --dataset PATH --output PATH [options]
-    python flows/mobilemem.py summarize RUN_DIR
-    python flows/mobilemem.py report RUN_DIR
-    python flows/mobilemem.py compare RUN_A RUN_B [--out DIR]
+"""The Prefect flows of mobilemem-bench. `python flows/mobilemem.py ...` (or `python -m flows.mobilemem`)
+is the command line, which lives in cli/ (its commands, console and exit codes).
 
 `mobilemem` (parent flow, named `<model>-<UTC start>`) → one `mobilemem-user` subflow per
 scheduled user (`user-<id>`), at most `user_concurrency` at once; inside, on the user's own ReMe
@@ -17,37 +12,23 @@ task run and a gap record; the flow always finishes with `finalize` (summary.jso
 report.html).
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
-Exit codes: 0 completed, 1 refused to start (or a usage error), 2 cleanup errors, 3 stopped by an
-error (a full disk, a failed orchestration) with every finished result kept, 4 completed with no
-question scored, 130 interrupted. The parent flow run ends `Completed: <scored>/<expected> scored,
+The parent flow run ends `Completed: <scored>/<expected> scored,
 <gaps> gaps`, or `Failed: ...` when nothing was scored or the run stopped early.
 """
 
 from __future__ import annotations
 
 import asyncio
+import runpy
 import sys
-from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-if __name__ == "__main__" and not __package__:
-    # `python flows/mobilemem.py` puts flows/ first on sys.path, where this file would shadow the
-    # `mobilemem` package. Run the installed module `flows.mobilemem` instead.
+if __name__ == "__main__":  # the command line is cli/; flows/ first on sys.path would shadow `mobilemem`
     sys.path[0] = str(Path(__file__).resolve().parents[1])
-    from lifecycle import analysis_commands
-
-    if sys.argv[1:2] and sys.argv[1] in analysis_commands.COMMANDS:  # run files only: no Prefect to load
-        raise SystemExit(analysis_commands.main(sys.argv[1:]))
-    from flows.mobilemem import main
-    from lifecycle import console
-
-    code = main()
-    console.ignore_signals()
-    raise SystemExit(code)
+    runpy.run_module("cli", run_name="__main__")
 
 from prefect import flow, get_run_logger
-from prefect.exceptions import TerminationSignal
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
@@ -55,13 +36,10 @@ from mobilemem.candidates import remembers
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.process_guard import guard_descendants
-from mobilemem.records import RunState, SummaryFile
+from mobilemem.records import RunRequest, RunState
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from mobilemem_judge.analysis.report import REPORT_FILE
-from lifecycle import analysis_commands, commands, console, run_end, run_setup
-from lifecycle import plan as plan_command
+from lifecycle import run_setup
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
 from tasks.finalize import finalize
@@ -73,6 +51,7 @@ from tasks.skip import skip_question
 from lifecycle.orchestration import all_or_none, mark_started, start_patiently
 from lifecycle.outcome import StepOutcome, run_state, run_step
 from lifecycle.gaps import record_orphaned_questions
+from lifecycle.termination import signals_reach_the_flow
 
 
 NOT_RUN = ("not_run", "the run stopped starting new work", None)
@@ -174,21 +153,19 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                     reuse: list[Path] | None = None, rejudge: Path | None = None,
                     judge_model: str | None = None, candidate: str | None = None) -> State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
-    args = {"dataset": dataset, "output": output, "model": model, "user_concurrency": user_concurrency,
-            "query_concurrency": query_concurrency, "config": config, "users": users,
-            "limit_questions": limit_questions, "simulate": simulate, "reuse": [str(p) for p in reuse or []],
-            "rejudge": str(rejudge) if rejudge else None, "judge_model": judge_model, "candidate": candidate}
-    overrides = _overrides(model, user_concurrency, query_concurrency, judge_model, candidate)
+    request = RunRequest(dataset=dataset, output=output, model=model, user_concurrency=user_concurrency,
+                         query_concurrency=query_concurrency, config=config, users=users,
+                         limit_questions=limit_questions, simulate=simulate, reuse=reuse, rejudge=rejudge,
+                         judge_model=judge_model, candidate=candidate)
     try:
-        plan = run_setup.preflight(Path(dataset), Path(output), overrides, config, users, limit_questions, simulate,
-                                   [Path(p) for p in reuse or []], Path(rejudge) if rejudge else None)
+        plan = run_setup.planned(request)  # the command line's, or a deployment run's own preflight
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")
     with ExitStack() as stack:
-        stack.enter_context(console.signals_reach_the_flow())
+        stack.enter_context(signals_reach_the_flow())
         url = stack.enter_context(start_simulator(keep_log=False)).base_url if simulate else None
-        context = await run_setup.open_run(plan, args, url)
+        context = await run_setup.open_run(plan, url)
         state: RunState = "interrupted"
         try:
             await asyncio.gather(*(_user(context, u.user_id) for u in plan.dataset.users))
@@ -198,106 +175,3 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
         summary = await finalize(context.run.root)
         # the files say what they could record; a run.json a full disk left at `running` does not decide
         return run_state(summary if summary.state == state else summary.model_copy(update={"state": state}))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["summarize"]:
-        return commands.summarize(argv[1:])
-    if argv[:1] and argv[0] in analysis_commands.COMMANDS:
-        return analysis_commands.main(argv)
-    if argv[:1] == ["plan"]:
-        return plan_command.main(argv[1:])
-    if argv[:1] == ["rejudge"]:
-        params = commands.rejudge_params(argv[1:])
-        if isinstance(params, int):
-            return params
-        plan = _preflight(params)
-        if isinstance(plan, int):
-            return plan
-        return commands.report_rejudge(Path(params["rejudge"]), plan.run, _evaluate(params, plan))
-    args = commands.evaluate_parser().parse_args(argv)
-    return _start({"dataset": args.dataset, "output": args.output, "model": args.model,
-                      "user_concurrency": args.user_concurrency, "query_concurrency": args.query_concurrency,
-                      "config": args.config, "users": args.users, "limit_questions": args.limit_questions,
-                      "simulate": args.simulate, "reuse": args.reuse, "candidate": args.candidate})
-
-
-def _overrides(model: str | None, user_concurrency: int | None, query_concurrency: int | None,
-               judge_model: str | None, candidate: str | None = None) -> dict:
-    return {"model": model, "user_concurrency": user_concurrency, "query_concurrency": query_concurrency,
-            "judge": {"model": judge_model} if judge_model else None,
-            "candidate": {"kind": candidate} if candidate else None}
-
-
-def _preflight(params: dict) -> run_setup.Plan | int:
-    """The run's plan, or 1 when it is refused (said in one line)."""
-    overrides = _overrides(params["model"], params.get("user_concurrency"), params.get("query_concurrency"),
-                           params.get("judge_model"), params.get("candidate"))
-    try:
-        return run_setup.preflight(params["dataset"], params["output"], overrides, params["config"],
-                                   params["users"], params["limit_questions"], params["simulate"],
-                                   params.get("reuse"), params.get("rejudge"))
-    except (ConfigError, DatasetError) as exc:
-        print(f"mobilemem: refused to start: {exc}", file=sys.stderr)
-        return 1
-
-
-def _start(params: dict) -> int:
-    plan = _preflight(params)
-    return plan if isinstance(plan, int) else _evaluate(params, plan)
-
-
-def _evaluate(params: dict, plan: run_setup.Plan) -> int:
-    console.configure()
-    # The first SIGINT/SIGTERM cancels the flow (every step on the way out), then the run is closed
-    # as interrupted; whatever exception it surfaced as, the exit status is 130 (lifecycle.console).
-    guard = guard_descendants()  # Prefect's embedded server must not outlive us, even after kill -9
-    summary: SummaryFile | None = None
-    with console.prefect_settings(), console.catch_signals():
-        try:
-            console.start_embedded_server(plan.run.prefect_server_log)
-            summary = asyncio.run(console.stopped_by_signals(_summary(params)))
-        except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
-            pass
-        except console.ServerNotStarted as exc:
-            plan.run.abandon()
-            print(f"mobilemem: the run could not start: {exc}", file=sys.stderr)
-            return 1
-        except Exception as exc:  # the orchestration itself failed (e.g. the Prefect API went away)
-            if not console.interrupted():
-                return run_end.after_failure(plan.run, exc, commands.headline)
-        finally:
-            guard.stop()
-        if console.interrupted() or summary is None:
-            run_end.mark_interrupted(plan.run)
-            print(f"mobilemem: interrupted; completed results are in {plan.run.root}", file=sys.stderr)
-            return 130
-    print(commands.headline(plan.run.root, summary))
-    if (plan.run.root / REPORT_FILE).is_file():
-        print(f"report: {plan.run.root / REPORT_FILE}")
-    if summary.state == "interrupted_by_error":
-        print(f"mobilemem: stopped early: the disk is full; every result written so far is kept in "
-              f"{plan.run.root} (exit 3)", file=sys.stderr)
-        return 3
-    if summary.scored == 0 and summary.expected > 0:
-        print(f"mobilemem: no question was scored; errors.jsonl in {plan.run.root} says why (exit 4)",
-              file=sys.stderr)
-        return 4
-    return 2 if summary.cleanup_error_count else 0
-
-
-async def _summary(params: dict) -> SummaryFile:
-    """Run the parent flow; its summary, whichever state (Completed or Failed) the flow run ended in."""
-    state = await mobilemem(**params, return_state=True)
-    result = await state.aresult(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
-    assert isinstance(result, SummaryFile), result
-    return result
-
-
-if __name__ == "__main__":
-    code = main()
-    console.ignore_signals()
-    raise SystemExit(code)

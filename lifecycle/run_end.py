@@ -4,14 +4,10 @@ run.json says so (unless the work was done) and summary.json covers what complet
 from __future__ import annotations
 
 import logging
-import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
-from mobilemem.errors import describe, error_record
-from mobilemem.records import RunFile, RunState, SummaryFile
-from mobilemem.rundir import RunDir, append_error, read_record, write_record
+from mobilemem.records import RunFile, RunState
+from mobilemem.rundir import RunDir, read_record, write_record
 from lifecycle.summary_files import write_summary
 
 log = logging.getLogger(__name__)
@@ -34,28 +30,10 @@ def mark_stopped(run: RunDir) -> RunState:
 def mark_interrupted(run: RunDir) -> None:
     """After an interrupt: run.json says so (if the flow could not), and summary.json covers what
     completed. Interrupted before run.json existed, the run leaves no folder behind."""
-    if not run.run.exists():
+    if not run.is_run():
         run.abandon()
         return
     manifest = read_record(run.run, RunFile)
     if manifest.state == "running":
         write_record(run.run, manifest.model_copy(update={"state": "interrupted", "finished_at": datetime.now(UTC)}))
     write_summary(run.root)
-
-
-def after_failure(run: RunDir, exc: Exception, headline: Callable[[Path, SummaryFile], str]) -> int:
-    """One line, no traceback, nothing lost: a run whose work was done ends with a cleanup error
-    (exit 2); one stopped midway is `interrupted_by_error` (exit 3)."""
-    if not run.run.exists():
-        run.abandon()
-        print(f"mobilemem: the run could not start: {describe(exc)}", file=sys.stderr)
-        return 1
-    append_error(run, error_record(exc, stage="cleanup"))
-    state = mark_stopped(run)
-    if state == "completed":
-        print(headline(run.root, read_record(run.summary, SummaryFile)))
-        print(f"mobilemem: the work is done but its bookkeeping failed: {describe(exc)} (exit 2)", file=sys.stderr)
-        return 2
-    print(f"mobilemem: the run stopped: {describe(exc)}; completed results are in {run.root} (exit 3)",
-          file=sys.stderr)
-    return 3

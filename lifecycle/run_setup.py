@@ -14,11 +14,8 @@ import gc
 import logging
 import os
 import socket
-import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +23,7 @@ from prefect.runtime import flow_run
 
 import mobilemem_judge
 from mobilemem.candidates import open_candidate, remembers
-from mobilemem.config import DEFAULT_KIND, Config, config_files, load_config
+from mobilemem.config import Config, config_files, load_config
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.dataset_identity import DatasetIdentity, first_difference
 from mobilemem import fingerprints
@@ -34,25 +31,24 @@ from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, error_record
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import CandidateProvenance, PlannedQuestion, RunFile, RunState
-from mobilemem.reme import PLUGIN_NAME
-from mobilemem.reme import app as reme_app
+from mobilemem.records import PlannedQuestion, RunFile, RunRequest, RunState
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle import run_log
+from lifecycle.provenance import candidate_provenance, git_commit, package_versions
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 
-PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
-            "pillow", "pydantic", "numpy")
 INJECT_CLEANUP_ERROR = "MOBILEMEM_INJECT_CLEANUP_ERROR"
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 30.0
+_PREFLIGHTED: dict[RunRequest, Plan] = {}  # per request, until the flow takes it (`planned`)
 
 
 @dataclass(frozen=True)
 class Plan:
+    request: RunRequest
     config: Config
     dataset: Dataset
     run: RunDir
@@ -96,80 +92,80 @@ def _refuse_another_dataset(earlier: Path, plan: RunFile, dataset: Dataset) -> N
 
 
 def run_name() -> str:
-    """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`."""
-    parameters = flow_run.parameters
-    model = parameters.get("model")
+    """`<model>-<UTC start, YYYYmmdd-HHMM>`, e.g. `qwen3.8-max-20261201-0713`: the model of the plan
+    the command line handed over, else of the configuration the parameters name."""
+    request = RunRequest.model_validate(flow_run.parameters)
+    plan = _PREFLIGHTED.get(request)
+    model = plan.config.model if plan is not None else request.model
     if not model:
         try:
-            model = load_config(parameters.get("config")).model
+            model = load_config(request.config).model
         except ConfigError:
             model = "mobilemem"
     return f"{model}-{datetime.now(UTC):%Y%m%d-%H%M}"
 
 
-def preflight(dataset: Path, output: Path, overrides: Mapping[str, Any], config_file: Path | None,
-              users: list[int] | None, limit_questions: int | None, simulate: bool,
-              reuse: list[Path] | None = None, rejudge: Path | None = None) -> Plan:
+def overrides(request: RunRequest) -> dict[str, Any]:
+    """The flags of the request that override the configuration (defaults < --config < flags)."""
+    return {"model": request.model, "user_concurrency": request.user_concurrency,
+            "query_concurrency": request.query_concurrency,
+            "judge": {"model": request.judge_model} if request.judge_model else None,
+            "candidate": {"kind": request.candidate} if request.candidate else None}
+
+
+def configured(request: RunRequest) -> tuple[Config, RunFile | None]:
+    """The request's effective configuration (defaults < --config < flags; a rejudge run's base is the
+    earlier run's) and, for a rejudge run, the earlier run's plan."""
+    earlier_plan = _rejudged_plan(request.rejudge) if request.rejudge is not None else None
+    config = load_config(request.config, overrides(request), base=earlier_plan.config if earlier_plan else None)
+    return config, earlier_plan
+
+
+def selected(request: RunRequest, config: Config) -> Dataset:
+    """The dataset's preflight, of the users and questions the request selects."""
+    return load_dataset(request.dataset, users=request.users, limit_questions=request.limit_questions,
+                        max_session_images=config.candidate.max_images)
+
+
+def preflight(request: RunRequest) -> Plan:
     """Everything that can refuse the run, checked before any model request or file write. For a
     `rejudge` run, the earlier run's effective configuration is the base, and it is the one reused."""
-    earlier_plan = _rejudged_plan(Path(rejudge)) if rejudge is not None else None
-    if rejudge is not None:
-        reuse = [Path(rejudge)]
-    config = load_config(config_file, overrides, base=earlier_plan.config if earlier_plan else None)
+    if request.output is None:
+        raise ConfigError("a run needs --output")
+    rejudge = request.rejudge
+    config, earlier_plan = configured(request)
+    reuse = [rejudge] if rejudge is not None else list(request.reuse)
     candidate = judge = None
-    if not simulate:
+    if not request.simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
     mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
-    run = RunDir.for_output(output, config.model, config.candidate.kind)
+    run = RunDir.for_output(request.output, config.model, config.candidate.kind)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
-    earlier = _earlier_runs(reuse or [], output, run, "rejudge" if rejudge is not None else "--reuse")
-    loaded = load_dataset(dataset, users=users, limit_questions=limit_questions,
-                          max_session_images=config.candidate.max_images)
+    earlier = _earlier_runs(reuse, request.output, run, "rejudge" if rejudge is not None else "--reuse")
+    loaded = selected(request, config)
     if earlier_plan is not None:
         _refuse_another_dataset(rejudge, earlier_plan, loaded)
     run.claim()  # last: a refused start leaves nothing behind
-    return Plan(config, loaded, run, simulate, candidate, judge, earlier, rejudge is not None)
+    return Plan(request, config, loaded, run, request.simulate, candidate, judge, earlier, rejudge is not None)
 
 
-def _git() -> tuple[str | None, bool | None]:
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
-                               timeout=10, check=True).stdout.strip() != ""
-        return commit or None, dirty
-    except (OSError, subprocess.SubprocessError):
-        return None, None
+def hand_over(plan: Plan) -> None:
+    """The command line's plan, for the flow it starts in this process: preflight runs once."""
+    _PREFLIGHTED[plan.request] = plan
 
 
-def _versions() -> dict[str, str]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+def planned(request: RunRequest) -> Plan:
+    """The plan the command line handed over for this request, else (a deployment run) preflight's."""
+    plan = _PREFLIGHTED.pop(request, None)
+    return plan if plan is not None else preflight(request)
 
 
-def candidate_provenance(config: Config) -> CandidateProvenance:
-    """What produced the answers: ReMe through the plugin, or a baseline (no ReMe preset or plugin)."""
-    versions, kind = _versions(), config.candidate.kind
-    reme = kind == DEFAULT_KIND
-    return CandidateProvenance(kind=kind, reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
-                               preset=reme_app.PRESET if reme else "none", plugin=PLUGIN_NAME if reme else "none",
-                               plugin_version=versions["mobilemem"],
-                               inject_runtime_state=config.candidate.inject_runtime_state and reme)
-
-
-def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
-    commit, dirty = _git()
+def _manifest(plan: Plan) -> RunFile:
+    commit, dirty = git_commit()
     return RunFile(
-        args={k: str(v) if isinstance(v, Path) else v for k, v in args.items()},
-        config=plan.config.model_dump(mode="json"), config_files=config_files(args.get("config")),
-        package_versions=_versions(), git_commit=commit,
+        args=plan.request, config=plan.config.model_dump(mode="json"), config_files=config_files(plan.request.config),
+        package_versions=package_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
@@ -182,13 +178,13 @@ def _manifest(plan: Plan, args: dict[str, Any]) -> RunFile:
                    for j in [plan.dataset.judge_questions[q.question_id]]])
 
 
-async def open_run(plan: Plan, args: dict[str, Any], simulator_url: str | None) -> RunContext:
+async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
     config = plan.config
     candidate = plan.candidate or Endpoint.simulated("candidate", config, simulator_url or "")
     judge = plan.judge or Endpoint.simulated("judge", config, simulator_url or "")
     for empty in (plan.run.errors, plan.run.cleanup_errors):
         empty.touch()
-    manifest = _manifest(plan, args)
+    manifest = _manifest(plan)
     write_record(plan.run.run, manifest)
     plan.run.release_claim()
     judge_settings = mobilemem_judge.judge_settings(config.judge, judge)

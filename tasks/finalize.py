@@ -10,6 +10,7 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from mobilemem.metrics import score_text
 from mobilemem.records import RunFile, SummaryFile
 from mobilemem.rundir import RunDir, read_record
 from mobilemem.summary import summarize_run
@@ -17,10 +18,6 @@ from lifecycle.dashboard import RunIdentity
 from lifecycle.summary_files import count_cleanup_error, write_report_counted, write_summary
 
 log = logging.getLogger(__name__)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
 
 
 @task(name="finalize", retries=0, task_run_name="finalize", cache_policy=NO_CACHE, persist_result=False)
@@ -44,10 +41,10 @@ async def finalize(run_dir: Path) -> SummaryFile:
 
 async def _artifacts(run_dir: Path, summary: SummaryFile) -> None:
     rows = [{"group": "overall", "expected": summary.overall.expected, "scored": summary.overall.scored,
-             "accuracy": _fmt(summary.overall.accuracy), "f1": _fmt(summary.overall.f1),
-             "bleu1": _fmt(summary.overall.bleu1)}]
-    rows += [{"group": f"{kind}={name}", "expected": s.expected, "scored": s.scored, "accuracy": _fmt(s.accuracy),
-              "f1": _fmt(s.f1), "bleu1": _fmt(s.bleu1)}
+             "accuracy": score_text(summary.overall.accuracy), "f1": score_text(summary.overall.f1),
+             "bleu1": score_text(summary.overall.bleu1)}]
+    rows += [{"group": f"{kind}={name}", "expected": s.expected, "scored": s.scored, "accuracy": score_text(s.accuracy),
+              "f1": score_text(s.f1), "bleu1": score_text(s.bleu1)}
              for kind, groups in (("language", summary.by_language), ("difficulty", summary.by_difficulty))
              for name, s in groups.items()]
     manifest = read_record(RunDir(run_dir).run, RunFile)

@@ -3,8 +3,10 @@ import sys
 
 import pytest
 
+# Prefect imported at collection: its console handler keeps the real stderr, not a test's capture
+import cli.run  # noqa: F401
 from conftest import ROOT
-from flows.mobilemem import main
+from cli import main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

@@ -1,8 +1,8 @@
-"""`compare RUN_A RUN_B [--out DIR]` through `flows.mobilemem.main`, on hand-made run directories."""
+"""`compare RUN_A RUN_B [--out DIR]` through `cli.main`, on hand-made run directories."""
 
 from datetime import UTC, datetime
 
-from flows.mobilemem import main
+from cli import main
 from judge.run_files import all_correct, make_run
 from mobilemem.records import CompareFile
 from mobilemem.rundir import read_record

@@ -7,7 +7,7 @@ import signal
 import pytest
 from prefect.exceptions import TerminationSignal
 
-from lifecycle.console import signals_reach_the_flow
+from lifecycle.termination import signals_reach_the_flow
 
 
 def _raise_signal() -> None:
@@ -48,7 +48,8 @@ def test_libraries_console_lines_go_to_run_log_only(tmp_path):
 
     script = (
         "import logging, agentscope, bm25s\n"
-        "from lifecycle import console, run_log\n"
+        "from lifecycle import run_log\n"
+        "from cli import console\n"
         "from mobilemem.rundir import RunDir\n"
         "console.configure()\n"
         f"handler = run_log.attach(RunDir(__import__('pathlib').Path({str(tmp_path)!r})))\n"

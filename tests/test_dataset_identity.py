@@ -13,7 +13,7 @@ from mobilemem.dataset_identity import DatasetIdentity, first_difference, images
 from mobilemem.fingerprints import memory_fingerprint
 from mobilemem.images import inspect_image
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import CandidateProvenance
+from mobilemem.records import CandidateProvenance, RunRequest
 from pixel_edit import pixel_variants
 
 PROVENANCE = CandidateProvenance(reme_version="0.4.2.0", agentscope_version="2.0.10", preset="benchmark",
@@ -32,8 +32,7 @@ def _memories(root) -> dict[int, str]:
 
 
 def _manifest(root, out):
-    plan = run_setup.preflight(root, out, {}, None, None, None, True)
-    return run_setup._manifest(plan, {"dataset": root, "output": out, "config": None})
+    return run_setup._manifest(run_setup.preflight(RunRequest(dataset=root, output=out, simulate=True)))
 
 
 def test_the_hash_is_of_the_files_bytes(sample_root):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from mobilemem.metrics import bleu1, overlap_scores, token_f1, tokens
+from mobilemem.metrics import bleu1, overlap_scores, score_text, token_f1, tokens
 
 VECTORS = json.loads((Path(__file__).parent / "data" / "reference" / "metric_vectors.json").read_text())
 
@@ -28,3 +28,7 @@ def test_several_references_take_the_best_first_on_ties():
     assert overlap_scores("red", "red").f1 == 1.0
     with pytest.raises(ValueError):
         overlap_scores("x", [])
+
+
+def test_a_score_is_written_with_four_decimals_or_n_a():
+    assert (score_text(None), score_text(0.5), score_text(1 / 3)) == ("n/a", "0.5000", "0.3333")

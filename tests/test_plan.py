@@ -24,10 +24,10 @@ from mobilemem.dataset import load_dataset
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, JobFile, JudgmentFile, MemoryUsageFile, MetricsFile,
-                               RunFile, Usage)
+                               RunFile, RunRequest, Usage)
 from mobilemem.rundir import RunDir, write_record
-from lifecycle import run_setup
-from lifecycle.plan import main
+from lifecycle import provenance, run_setup
+from cli.plan import main
 
 NOW = datetime.now(UTC)
 ROW = re.compile(r"^  (memory|answers|judge|  reused|all|reused|to send)\s+(-?[\d,]+) requests\s+(-?[\d,]+) "
@@ -176,13 +176,14 @@ def earlier(sample_root, tmp_path) -> Path:
     dataset = load_dataset(sample_root, max_session_images=config.candidate.max_images)
     run = RunDir(tmp_path / "earlier")
     manifest = RunFile(
-        args={}, config=config.model_dump(mode="json"), package_versions={}, git_commit=None, git_dirty=None,
+        args=RunRequest(dataset=sample_root, output=tmp_path, simulate=True),
+        config=config.model_dump(mode="json"), package_versions={}, git_commit=None, git_dirty=None,
         dataset_path=str(dataset.root), dataset_revision=None, data_sha256=dataset.data_sha256,
         questions_sha256=dataset.questions_sha256, prompt_sha256=frozen_hashes(),
-        candidate=run_setup.candidate_provenance(config), started_at=NOW, finished_at=NOW, flow_run_id="earlier-flow-run",
+        candidate=provenance.candidate_provenance(config), started_at=NOW, finished_at=NOW, flow_run_id="earlier-flow-run",
         simulated=True, state="completed", users=[0, 1, 2])
     write_record(run.run, manifest)
-    plan = run_setup.Plan(config, dataset, run, True, None, None, [])
+    plan = run_setup.Plan(manifest.args, config, dataset, run, True, None, None, [])
     memory = run_setup._memory_fingerprints(plan, config.model, manifest)[0]
     write_record(run.user(0).memory_usage, MemoryUsageFile(user_id=0, sessions=4, usage=Usage(),
                                                            memory_fingerprint=memory, manifest=[]))

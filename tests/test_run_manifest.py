@@ -3,16 +3,15 @@
 from pathlib import Path
 
 from conftest import ROOT
-from mobilemem.records import RunFile
+from mobilemem.records import RunFile, RunRequest
 from lifecycle import run_setup
 
 
 def test_run_json_records_the_defaults_file_and_the_config_file(sample_root, tmp_path):
     config = tmp_path / "mine.yaml"
     config.write_text("candidate:\n  max_iters: 7\n")
-    args = {"dataset": sample_root, "output": tmp_path / "out", "config": config, "simulate": True}
-    plan = run_setup.preflight(sample_root, tmp_path / "out", {}, config, None, None, True)
-    manifest = RunFile.model_validate_json(run_setup._manifest(plan, args).model_dump_json())
+    request = RunRequest(dataset=sample_root, output=tmp_path / "out", config=config, simulate=True)
+    manifest = RunFile.model_validate_json(run_setup._manifest(run_setup.preflight(request)).model_dump_json())
     assert manifest.config_files is not None
     assert manifest.config_files.defaults_from == "checkout"
     assert Path(manifest.config_files.defaults).resolve() == ROOT / "config.yaml"
@@ -21,6 +20,6 @@ def test_run_json_records_the_defaults_file_and_the_config_file(sample_root, tmp
 
 
 def test_without_a_config_file_run_json_says_so(sample_root, tmp_path):
-    plan = run_setup.preflight(sample_root, tmp_path / "out", {}, None, None, None, True)
-    manifest = run_setup._manifest(plan, {"dataset": sample_root, "output": tmp_path / "out", "config": None})
+    plan = run_setup.preflight(RunRequest(dataset=sample_root, output=tmp_path / "out", simulate=True))
+    manifest = run_setup._manifest(plan)
     assert manifest.config_files is not None and manifest.config_files.config is None

@@ -107,3 +107,15 @@ def test_claiming_is_atomic_and_reentrant_for_the_claiming_process(tmp_path):
     assert [p.name for p in run.root.iterdir()] == [".claim"]
     run.release_claim()
     assert list(run.root.iterdir()) == []
+
+
+def test_a_folder_is_a_run_when_it_holds_run_json(tmp_path):
+    run = RunDir(tmp_path / "run")
+    assert not run.is_run()  # no folder
+    run.root.mkdir()
+    assert not run.is_run()
+    (run.root / "run.json").mkdir()  # a folder by that name is not a run's file
+    assert not run.is_run()
+    (run.root / "run.json").rmdir()
+    (run.root / "run.json").write_text("{}")
+    assert run.is_run() and run.report == run.root / "report.html"

@@ -14,7 +14,7 @@ def prefect_server():
     # pytest_configure has given Prefect the suite's own PREFECT_HOME
     from prefect.testing.utilities import prefect_test_harness
 
-    from lifecycle.console import EMBEDDED_SERVER_QUIET
+    from cli.console import EMBEDDED_SERVER_QUIET
 
     quiet = {**QUIET, **EMBEDDED_SERVER_QUIET}
     saved = {name: os.environ.get(name) for name in quiet}

@@ -4,7 +4,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from flows.mobilemem import main
+from cli import main
 from mobilemem import records
 from mobilemem.config import DEFAULT_KIND
 from mobilemem.records import ErrorLine, SummaryFile

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import MARKER
 from e2e.runs import API_KEY, run_cli, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.baselines.no_memory import message_text
 from mobilemem.dataset import load_dataset
 from mobilemem.records import (

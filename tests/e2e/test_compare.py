@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from e2e.runs import run_cli, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.dataset import load_dataset
 from mobilemem.records import CompareFile, ResultLine, RunFile
 from mobilemem.rundir import read_lines, read_record

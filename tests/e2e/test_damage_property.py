@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from damage import copy_run, snapshot
 from e2e.runs import summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.records import AnswerResponseFile, JobFile, JudgmentFile, MemoryUsageFile, MetricsFile, ReuseFile
 from mobilemem.rundir import RunDir, read_record
 

@@ -10,7 +10,7 @@ import pytest
 
 from damage import SENTINEL, cli, copy_run, link_outside, no_traceback, snapshot, truncate
 from e2e.runs import summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.records import JudgmentFile, RejudgeFile, ResultLine, ReuseFile, RunFile
 from mobilemem.rundir import RunDir, read_lines, read_record, write_record
 from pixel_edit import pixel_variants

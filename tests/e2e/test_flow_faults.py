@@ -228,7 +228,7 @@ def test_a_subflow_the_busy_prefect_api_refused_to_start_is_started_again(sample
 
 
 def test_a_base_url_with_credentials_is_refused_in_one_line(sample_root, tmp_path, monkeypatch, capsys):
-    from flows.mobilemem import main
+    from cli import main
 
     monkeypatch.setenv("LLM_API_KEY", API_KEY)
     monkeypatch.setenv("LLM_BASE_URL", "http://bob:urlpass-PLANTED-4242@127.0.0.1:9/v1")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import MARKER
-from flows.mobilemem import main
+from cli import main
 from mobilemem.config import load_config
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.fingerprints import answer_fingerprint

@@ -8,7 +8,7 @@ from prefect import flow
 from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, \
     temporary_settings
 
-from lifecycle import console
+from cli import console
 
 
 @flow

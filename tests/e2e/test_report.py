@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from e2e.runs import API_KEY, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.records import AnswerResponseFile, ResultLine
 from mobilemem.rundir import RunDir, read_lines, read_record
 

@@ -120,7 +120,7 @@ def test_a_row_opens_what_the_agent_did(opened, folder):
 
 
 def test_the_comparison_page_opens_offline_too(browser, baseline_run, faulty_run, tmp_path, capsys):
-    from flows.mobilemem import main
+    from cli import main
 
     _, baseline, *_ = baseline_run
     _, faulty, *_ = faulty_run

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from e2e.runs import run_cli, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.dataset import load_dataset
 from mobilemem.records import AnswerResponseFile, JobFile, RejudgeFile, ReuseFile, RunFile, SessionFile
 from mobilemem.rundir import RunDir, read_record

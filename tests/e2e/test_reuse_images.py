@@ -7,7 +7,7 @@ import json
 import pytest
 
 from e2e.runs import run_cli, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem.records import ReuseFile, ResultLine, RunFile
 from mobilemem.rundir import read_lines, read_record
 from pixel_edit import pixel_variants

@@ -15,7 +15,7 @@ import pytest
 
 from damage import SENTINEL, copy_run, link_outside, snapshot, truncate
 from e2e.runs import run_cli, summary
-from flows.mobilemem import main
+from cli import main
 from mobilemem import memory_manifest
 from mobilemem.records import JobFile, MemoryUsageFile, ReuseFile, RunFile
 from mobilemem.rundir import RunDir, read_record

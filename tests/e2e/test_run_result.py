@@ -9,8 +9,9 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
 
 from e2e.runs import errors, run_cli, summary
-from mobilemem.records import RunFile
+from mobilemem.records import RunFile, RunRequest
 from mobilemem.rundir import RunDir, read_record
+from lifecycle import run_setup
 
 pytestmark = pytest.mark.slow
 
@@ -46,3 +47,21 @@ def test_a_run_that_scored_is_completed_named_with_its_result(baseline_run):
     assert code == 0
     state = _flow_run_state(run)
     assert state.type == StateType.COMPLETED and state.name == "Completed: 9/9 scored, 0 gaps"
+
+
+def test_preflight_runs_once_and_run_json_holds_the_request(sim, sample_root, tmp_path, monkeypatch):
+    """The command line's plan is the flow's (no second dataset preflight), and run.json's `args` is
+    the typed request the command line built."""
+    real, requests = run_setup.preflight, []
+
+    def counted(request: RunRequest) -> run_setup.Plan:
+        requests.append(request)
+        return real(request)
+
+    monkeypatch.setattr(run_setup, "preflight", counted)
+    code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out", "--users", "0", "--limit-questions", "1",
+                        base_url=f"http://127.0.0.1:{_closed_port()}/v1")
+    assert code == 4 and len(requests) == 1
+    asked = RunRequest(dataset=sample_root, output=tmp_path / "out", users=[0], limit_questions=1)
+    assert requests == [asked] and read_record(run.run, RunFile).args == asked
+    assert run_setup._PREFLIGHTED == {}  # the flow took the plan

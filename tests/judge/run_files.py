@@ -34,7 +34,8 @@ def make_run(root: Path, lines: list[ResultLine], *, run_id: str | None = "aaaaa
     run = RunDir(root)
     users = sorted({line.user_id for line in lines})
     write_record(run.run, RunFile(
-        args={}, config={"model": model}, package_versions={}, git_commit=None, git_dirty=None,
+        args={"dataset": "d", "output": "o"},
+        config={"model": model}, package_versions={}, git_commit=None, git_dirty=None,
         dataset_path="/data/MobileMem-Omni", dataset_revision=None, data_sha256=data_sha256,
         questions_sha256=questions_sha256, prompt_sha256={}, started_at=started_at, finished_at=started_at,
         images_sha256={str(u): IMAGES_SHA for u in users} if images_sha256 is None else images_sha256,

@@ -45,7 +45,8 @@ def test_the_two_by_two_split_counts_scored_questions_by_their_attribution(tmp_p
     run.root.mkdir(parents=True)
     planned = [*QUESTIONS, "0_q_12"]
     write_record(run.run, RunFile(
-        args={}, config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        args={"dataset": "d", "output": "o"},
+        config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
         dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=NOW,
         simulated=True, state="completed", users=[0],
         questions=[PlannedQuestion(user_id=0, question_id=q, language="en", difficulty=None, gold="9")

@@ -85,7 +85,8 @@ def _answered_run(root, calls: list[ToolCallRecord]) -> RunDir:
     run, now = RunDir(root), datetime.now(UTC)
     root.mkdir(parents=True)
     write_record(run.run, RunFile(
-        args={}, config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        args={"dataset": "d", "output": "o"},
+        config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
         dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=now,
         simulated=True, state="completed", users=[0],
         questions=[PlannedQuestion(user_id=0, question_id="0_q_1", language="en", difficulty=None, gold="9")]))

@@ -65,3 +65,8 @@ def overlap_scores(prediction: str, references: str | list[str]) -> OverlapScore
             best = scores
     assert best is not None
     return best
+
+
+def score_text(value: float | None) -> str:
+    """A score as every command and page shows it: 4 decimals, n/a when no question was scored."""
+    return "n/a" if value is None else f"{value:.4f}"

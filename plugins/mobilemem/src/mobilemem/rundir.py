@@ -172,6 +172,14 @@ class RunDir:
     def run(self) -> Path:
         return self.root / "run.json"
 
+    def is_run(self) -> bool:
+        """Whether the folder holds a run: its run.json (read without trust by `run_reader.RunReader`)."""
+        return self.run.is_file()
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
     @property
     def judge_settings(self) -> Path:
         return self.root / "judge-settings.json"

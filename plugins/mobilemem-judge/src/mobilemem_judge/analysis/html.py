@@ -10,6 +10,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
+from mobilemem.metrics import score_text
+
 
 @cache
 def _environment() -> Environment:
@@ -17,7 +19,7 @@ def _environment() -> Environment:
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = number
     env.filters["pct"] = percent
-    env.filters["score"] = score
+    env.filters["score"] = score_text
     return env
 
 
@@ -25,11 +27,6 @@ def number(value: float | int | None, digits: int = 4) -> str:
     if value is None:
         return "unknown"
     return f"{value:,}" if isinstance(value, int) else f"{value:.{digits}f}"
-
-
-def score(value: float | None) -> str:
-    """A score over the scored questions: n/a when none was scored."""
-    return "n/a" if value is None else f"{value:.4f}"
 
 
 def percent(value: float | None, digits: int = 1) -> str:

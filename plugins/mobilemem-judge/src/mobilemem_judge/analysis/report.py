@@ -16,12 +16,11 @@ from markupsafe import Markup
 from plotly.subplots import make_subplots
 
 from mobilemem.records import EvidenceCell, EvidenceSummary
-from mobilemem.rundir import write_bytes_atomic
+from mobilemem.rundir import RunDir, write_bytes_atomic
 from mobilemem_judge.analysis.html import figure, render
 from mobilemem_judge.analysis.report_data import Group, Report, load_report
 from mobilemem_judge.analysis.stats import CONFIDENCE, RESAMPLES
 
-REPORT_FILE = "report.html"
 METRICS = (("accuracy", "accuracy"), ("f1", "F1"), ("bleu1", "BLEU-1"))
 TABLE_ID = "question-table"
 WRAPPED_COLUMNS = ("question", "prediction", "gold")  # long texts: wrapped, not one wide line
@@ -165,6 +164,6 @@ def write_report(run_dir: Path) -> tuple[Path, list[str]]:
     """Write RUN_DIR/report.html (atomically); its path, and the files of the run it left out as
     damaged (one line each, run-relative)."""
     report = load_report(Path(run_dir))
-    target = report.run_dir / REPORT_FILE
+    target = RunDir(report.run_dir).report
     write_bytes_atomic(target, render_report(report).encode("utf-8"))
     return target, report.damaged

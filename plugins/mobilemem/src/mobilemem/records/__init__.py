@@ -33,6 +33,7 @@ from mobilemem.records.run import (
     PlannedQuestion,
     CandidateProvenance,
     ConfigFiles,
+    RunRequest,
     RunFile,
     JudgeSettingsFile,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "ReusedItem",
     "ReusedSummary",
     "RunFile",
+    "RunRequest",
     "RunState",
     "SCHEMA_VERSION",
     "Score",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
@@ -46,8 +47,34 @@ class ConfigFiles(BaseModel):
     config: str | None = Field(description="the --config file, null without one")
 
 
+class RunRequest(BaseModel):
+    """What the user asked for, built once from the command line or the flow's parameters (DESIGN §6):
+    the flow's parameters by name, the paths as given. run.json's `args`; it round-trips
+    (`model_validate(model_dump())`), and an older run.json's `args` dict reads as one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dataset: Path
+    output: Path | None = Field(default=None, description="required by a run; `plan` may go without")
+    model: str | None = None
+    user_concurrency: int | None = None
+    query_concurrency: int | None = None
+    config: Path | None = Field(default=None, description="the --config file")
+    users: tuple[int, ...] | None = Field(default=None, description="only these users (all without)")
+    limit_questions: int | None = None
+    simulate: bool = False
+    reuse: tuple[Path, ...] = Field(default=(), description="earlier run directories, first wins")
+    rejudge: Path | None = Field(default=None, description="the earlier run a rejudge run judges again")
+    judge_model: str | None = None
+    candidate: str | None = Field(default=None, description="candidate.kind, when asked for")
+
+    @field_validator("reuse", mode="before")
+    @classmethod
+    def _no_reuse(cls, value: object) -> object:
+        return () if value is None else value  # the flow's parameter defaults to None
+
+
 class RunFile(RecordBase):
-    args: dict[str, JsonValue]
+    args: RunRequest
     config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
     config_files: ConfigFiles | None = Field(default=None, description="which defaults and --config files "
                                                                        "it came from")

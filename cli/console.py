@@ -1,25 +1,16 @@
 """The process a command-line run lives in: its console (one compact progress line per change; the
 flow and task runs' own logs go to the Prefect API and run.log) and the settings of Prefect's
-embedded server and client; and how a termination signal always reaches the flow.
-
-Signals land anywhere: inside a library's callback, a finalizer, Prefect's own code, where a raised
-exception can be swallowed. So SIGINT and SIGTERM are taken by the event loop
-(`loop.add_signal_handler`, woken through its wakeup fd whatever handler Prefect installs on top):
-the first cancels the run, later ones only count, and the command's exit status comes from what
-was received (`interrupted()`), not from which exception got through. Outside the loop a signal
-is only noted. What Python reports as "Exception ignored in ..." goes to run.log, not the console."""
+embedded server and client (how signals stop it: `cli.signals`). What Python reports as "Exception
+ignored in ..." goes to run.log, not the console."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
 import sys
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from prefect.exceptions import TerminationSignal
 from prefect.settings import (
@@ -31,12 +22,10 @@ from prefect.settings import (
 )
 
 from mobilemem.errors import MobilememError, describe
+from cli import signals
 
-T = TypeVar("T")
 LIBRARY_LOGGERS = ("as", "bm25s")  # AgentScope's and bm25s's loggers, which print to the console themselves
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 log = logging.getLogger(__name__)
-_received: list[int] = []
 
 
 # Background services of Prefect's embedded server that a single in-process run never needs; they
@@ -98,7 +87,8 @@ def _console_logging() -> None:
     for name in ("EventsWorker", "APILogWorker"):  # "still processing items" while they drain at exit
         logging.getLogger(name).setLevel(logging.ERROR)
     logging.getLogger("prefect.flow_runs").setLevel(logging.INFO)
-    log.propagate = False  # its lines (signals, ignored exceptions) are for run.log only
+    for own in (log, signals.log):  # their lines (signals, ignored exceptions) are for run.log only
+        own.propagate = False
 
 
 def configure() -> None:
@@ -155,96 +145,9 @@ def _output_to(path: Path) -> Iterator[None]:
             os.close(fd)
 
 
-@contextmanager
-def signals_reach_the_flow() -> Iterator[None]:
-    """While the flow runs, a termination signal that lands inside an asyncio callback (Prefect raises
-    TerminationSignal wherever the main thread happens to be; asyncio's callbacks and transports
-    swallow any BaseException but KeyboardInterrupt, failing a connection instead) cancels the flow,
-    as SIGINT does, instead of being lost."""
-    loop, flow_task = asyncio.get_running_loop(), asyncio.current_task()
-    previous = loop.get_exception_handler()
-
-    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
-        if isinstance(context.get("exception"), TerminationSignal) and flow_task is not None:
-            flow_task.cancel()
-        elif previous is not None:
-            previous(loop, context)
-        else:
-            loop.default_exception_handler(context)
-
-    loop.set_exception_handler(handler)
-    try:
-        yield
-    finally:
-        loop.set_exception_handler(previous)
-
-
 def _unraisable_to_log(unraisable: sys.UnraisableHookArgs) -> None:
     """An exception Python could not raise (in a finalizer or a callback): a run.log line."""
     if isinstance(unraisable.exc_value, (TerminationSignal, KeyboardInterrupt)):
         log.info("a termination signal arrived inside %r (the run is stopped by the event loop)", unraisable.object)
     else:
         log.warning("exception ignored in %r: %s", unraisable.object, describe(unraisable.exc_value))
-
-
-def interrupted() -> bool:
-    """Whether SIGINT or SIGTERM reached this process since `catch_signals`."""
-    return bool(_received)
-
-
-def _note(signum: int, _frame: object = None) -> None:
-    _received.append(signum)
-    log.info("received signal %d", signum)
-
-
-def _stop_start_up(signum: int, frame: object = None) -> None:
-    """Before the event loop runs (Prefect's server starting): the first signal stops what runs."""
-    first = not _received
-    _note(signum, frame)
-    if first:
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def catch_signals() -> Iterator[None]:
-    """For one command: SIGINT and SIGTERM (even if a shell started us with SIGINT ignored) stop the
-    start-up, then the event loop's run (`stopped_by_signals`); after it they are only noted. The
-    previous handlers come back afterwards."""
-    _received.clear()
-    previous = {signum: signal.signal(signum, _stop_start_up) for signum in SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def ignore_signals() -> None:
-    """After the command: the interpreter's exit (Prefect's atexit handlers) is never interrupted."""
-    for signum in SIGNALS:
-        signal.signal(signum, _note)
-
-
-async def stopped_by_signals(work: Awaitable[T]) -> T:
-    """Await `work` in this task; the first SIGINT/SIGTERM cancels it, later ones are only noted."""
-    loop, task = asyncio.get_running_loop(), asyncio.current_task()
-    assert task is not None
-
-    def on_signal(signum: int) -> None:
-        first = not _received
-        _note(signum)
-        if first:
-            task.cancel()
-
-    for signum in SIGNALS:
-        loop.add_signal_handler(signum, on_signal, signum)
-    try:
-        if _received:  # it arrived before the loop ran
-            raise asyncio.CancelledError
-        return await work
-    finally:
-        if asyncio.iscoroutine(work):
-            work.close()  # never started when the signal came first
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
-            signal.signal(signum, _note)

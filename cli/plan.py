@@ -1,6 +1,7 @@
 """`plan` (issue 14): after the full dataset preflight, the counts, what `--reuse` would copy (the lookups
 of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula.
-No model request, no file written: unlike `run_setup.preflight`, nothing claims the run directory."""
+No model request, no file written: the run's request, configuration and dataset preflight
+(`run_setup.configured`, `.selected`), but unlike `run_setup.preflight` nothing claims the run directory."""
 
 from __future__ import annotations
 
@@ -15,18 +16,18 @@ from PIL import Image
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
 from mobilemem.candidates import CANDIDATES
-from mobilemem.config import DEFAULT_KIND, Config, load_config
-from mobilemem.dataset import Dataset, ScheduledUser, load_dataset
+from mobilemem.config import DEFAULT_KIND, Config
+from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import JudgeSettingsFile
+from mobilemem.records import JudgeSettingsFile, RunRequest
 from mobilemem.rundir import RunDir
-from lifecycle import commands
+from lifecycle import run_setup
 from lifecycle.reuse_match import UserMatch, match_user
-from lifecycle.run_setup import candidate_provenance  # as run.json records it: fingerprints agree
-from lifecycle.arguments import CommandParser
+from lifecycle.provenance import candidate_provenance  # as run.json records it: fingerprints agree
+from cli.arguments import CommandParser, positive, user_ids
 
 OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
 RETRIEVED_TOKENS = 3_000  # per answer iteration: the memory it is assumed to read back
@@ -85,15 +86,15 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Preflight, then the size of the run: nothing is sent or written.")
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--output", type=Path, help="also say whether the run directory there is free")
-    parser.add_argument("--users", type=commands.user_ids, help="only these user ids, comma-separated")
-    parser.add_argument("--limit-questions", type=commands.positive)
+    parser.add_argument("--users", type=user_ids, help="only these user ids, comma-separated")
+    parser.add_argument("--limit-questions", type=positive)
     parser.add_argument("--config", type=Path)
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
     parser.add_argument("--simulate", action="store_true", help="plan a run against the simulator")
     parser.add_argument("--candidate", choices=CANDIDATES, help="plan a baseline's run (see the main command)")
     parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
-    parser.add_argument("--iterations-per-session", type=commands.positive, default=3)
-    parser.add_argument("--iterations-per-question", type=commands.positive, default=6)
+    parser.add_argument("--iterations-per-session", type=positive, default=3)
+    parser.add_argument("--iterations-per-question", type=positive, default=6)
     return parser
 
 
@@ -152,13 +153,14 @@ def _reuse_lines(user: ScheduledUser, mine: UserMatch) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    request = RunRequest(dataset=args.dataset, output=args.output, model=args.model, config=args.config,
+                         users=args.users, limit_questions=args.limit_questions, simulate=args.simulate,
+                         reuse=args.reuse, candidate=args.candidate)
     try:
-        config = load_config(args.config, {"model": args.model,
-                                           "candidate": {"kind": args.candidate} if args.candidate else None})
+        config, _ = run_setup.configured(request)  # as the run's preflight
         judge, note = _judge_endpoint(config, args.simulate)
         settings = mobilemem_judge.judge_settings(config.judge, judge)
-        dataset = load_dataset(args.dataset, users=args.users, limit_questions=args.limit_questions,
-                               max_session_images=config.candidate.max_images)
+        dataset = run_setup.selected(request, config)
         found = _reuse(args, dataset, config, settings)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """`compare RUN_A RUN_B [--out DIR]`: run B against run A (mobilemem_judge.analysis.compare), written
-as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), and summarized."""
+as compare-<A>-vs-<B>.json and .html into the newer run's directory (or DIR), and summarized. It
+imports neither Prefect nor ReMe."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mobilemem.metrics import score_text
 from mobilemem.records import CompareFile, ComparedRun, PairedScore
 from mobilemem.rundir import compare_files, write_bytes_atomic, write_record
-from lifecycle.arguments import CommandParser
+from cli.arguments import CommandParser
 
 
 def _label(run: ComparedRun) -> str:
@@ -20,10 +22,6 @@ def _label(run: ComparedRun) -> str:
     earlier run's word: only [A-Za-z0-9_-] of it is kept."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "", run.run_id or "")[:8]
     return safe or hashlib.sha256(str(Path(run.run_dir).resolve()).encode()).hexdigest()[:8]
-
-
-def _number(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
 
 
 def _difference(score: PairedScore) -> str:
@@ -40,10 +38,10 @@ def summary_lines(result: CompareFile, json_path: Path, html_path: Path) -> list
         f"compare: A {result.run_a.run_dir} ({result.run_a.model}) vs B {result.run_b.run_dir} ({result.run_b.model})",
         f"compared {overall.compared} questions scored in both (only in A: {result.run_a.scored_only_here}, "
         f"only in B: {result.run_b.scored_only_here})",
-        f"accuracy {_number(overall.accuracy.a)} -> {_number(overall.accuracy.b)} "
+        f"accuracy {score_text(overall.accuracy.a)} -> {score_text(overall.accuracy.b)} "
         f"({_difference(overall.accuracy)}), McNemar exact p = {p_value}",
-        f"F1 {_number(overall.f1.a)} -> {_number(overall.f1.b)} ({_difference(overall.f1)}); "
-        f"BLEU-1 {_number(overall.bleu1.a)} -> {_number(overall.bleu1.b)} ({_difference(overall.bleu1)})",
+        f"F1 {score_text(overall.f1.a)} -> {score_text(overall.f1.b)} ({_difference(overall.f1)}); "
+        f"BLEU-1 {score_text(overall.bleu1.a)} -> {score_text(overall.bleu1.b)} ({_difference(overall.bleu1)})",
         f"flipped: {len(result.correct_only_in_a)} correct in A only, "
         f"{len(result.correct_only_in_b)} correct in B only",
         f"written: {json_path} and {html_path}",

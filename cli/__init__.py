@@ -1,0 +1,28 @@
+"""The command line of mobilemem-bench, one module per command, each `main(argv) -> int`:
+
+    python flows/mobilemem.py --dataset PATH --output PATH [options]   (cli.run)
+    python flows/mobilemem.py summarize RUN_DIR                        (cli.summarize)
+    python flows/mobilemem.py plan --dataset PATH [options]            (cli.plan)
+    python flows/mobilemem.py rejudge EARLIER_RUN --output PATH        (cli.rejudge)
+    python flows/mobilemem.py report RUN_DIR                           (cli.report)
+    python flows/mobilemem.py compare RUN_A RUN_B [--out DIR]          (cli.compare)
+
+`python -m cli` and `python -m flows.mobilemem` are the same. A command is imported only when it is
+the one asked for: `report` and `compare` load neither Prefect nor ReMe. Exit codes: cli.exit_codes;
+the console and signals of a run: cli.console, cli.signals.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+
+COMMANDS = ("summarize", "plan", "rejudge", "report", "compare")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in COMMANDS:
+        return import_module(f"cli.{argv[0]}").main(argv[1:])
+    return import_module("cli.run").main(argv)
