@@ -9,7 +9,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-
 from conftest import ROOT
 
 PACKAGES = {
