@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mobilemem import fingerprints, usage
 from mobilemem.dataset import CandidateQuestion
-from mobilemem.errors import error_record, failure_record
+from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile
 from mobilemem.rundir import append_error
@@ -50,7 +50,7 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
             error = error_record(exc, stage="answer", **ids)
     latency = time.perf_counter() - clock
     if response is not None and not response.success:
-        error = failure_record(stage="answer", error_type=response.error_kind or "failed",
+        error = failure_record(stage="answer", error_type=response.error_kind or FailureKind.FAILED,
                                reason=response.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.answer_response, AnswerResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from mobilemem import usage
 from mobilemem.dataset import CandidateSession
-from mobilemem.errors import error_record, failure_record
+from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
 from mobilemem.rundir import append_error
@@ -51,8 +51,8 @@ async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
             error = error_record(exc, stage="ingest", **ids)
             kind = usage.failure_category(scope.requests) or error.error_type
     if response is not None and not response.success:  # ReMe's job failed: its answer is the reason
-        kind = response.error_kind or usage.failure_category(scope.requests) or "ReMe job failed"
-        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed",
+        kind = response.error_kind or usage.failure_category(scope.requests) or FailureKind.JOB_FAILED
+        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or FailureKind.FAILED,
                                frames=usage.failure_frames(scope.requests), **ids)
     if error is not None:
         append_error(user.run, error)

@@ -13,7 +13,7 @@ from prefect.cache_policies import NO_CACHE
 import mobilemem_judge
 from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
-from mobilemem.errors import error_record, failure_record
+from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.metrics import overlap_scores
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
@@ -52,7 +52,7 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
             raise_if_cancelled()
             error = error_record(exc, stage="judge", **ids)
     if judgment is not None and not judgment.success:
-        error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",
+        error = failure_record(stage="judge", error_type=judgment.error_kind or FailureKind.FAILED,
                                reason=judgment.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.judgment, JudgmentFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
-from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
+from mobilemem.errors import FailureKind, describe, failure_label
+from mobilemem.models import MODEL_CALL_ERRORS, raise_if_cancelled, reply_text
 from mobilemem.records import DecidedBy, Label
 from mobilemem_judge.parse import AMBIGUOUS, UNPARSEABLE, parse_label
 from mobilemem_judge.rubric import fill
@@ -47,15 +47,15 @@ async def judge_answer(question: JudgeQuestion, prediction: str, model: ChatMode
                 raise TimeoutError
             raise_if_cancelled()
         except TimeoutError:
-            return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind="timeout",
+            return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=FailureKind.TIMEOUT,
                             error=f"the judgment exceeded its {timeout_s:g} s budget")
         except MODEL_CALL_ERRORS as exc:
             raise_if_cancelled()  # a request cut short by an interrupt is not a failure
-            kind = usage.failure_category(own.requests) or failure_kind(exc)  # the transport saw the exchange
+            kind = usage.failure_category(own.requests) or failure_label(exc)  # the transport saw the exchange
             return Judgment(success=False, label=None, decided_by=None, raw_reply=None, error_kind=kind,
                             error=describe(exc))
     if max_reply_bytes is not None and len(raw.encode("utf-8")) > max_reply_bytes:
-        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw[:1000], error_kind="reply too large",
+        return Judgment(success=False, label=None, decided_by=None, raw_reply=raw[:1000], error_kind=FailureKind.REPLY_TOO_LARGE,
                         error=f"the judge's reply is larger than {max_reply_bytes} bytes")
     parsed = parse_label(raw)
     if parsed.label is None:

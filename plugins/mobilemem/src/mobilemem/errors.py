@@ -6,6 +6,10 @@
      ├── WorkspaceEscape    a tool path that would leave the user's memory folder
      └── ModelCallError     a model request failed (HTTP status, timeout, broken stream)
 
+`FailureKind` is the closed list of what can fail, and `FAILURE_KINDS` the one table from an
+exception class to its kind (`failure_kind`); `failure_label` is the short category a failure is
+counted under ('HTTP 500', 'timeout', or an unexpected exception's class name).
+
 `error_record(exc, stage=..., ...)` turns any exception into an `ErrorLine`: a sanitized reason
 and the (file, line, function) of each stack frame, never frame locals. `sanitize` scrubs API keys,
 Authorization headers, credentials in URLs and base64 payloads out of any text.
@@ -21,8 +25,10 @@ that made a failed request, whose exception a library may have turned into a val
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import json
 import re
 import sysconfig
 import threading
@@ -30,8 +36,12 @@ import traceback
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import httpx
+import openai
 
 from mobilemem.checkout import RUNNER_PACKAGES, repository_root
 
@@ -63,6 +73,64 @@ class WorkspaceEscape(MobilememError):
 
 class ModelCallError(MobilememError):
     """A model request failed: HTTP error status, timeout, reset or malformed body."""
+
+
+class FailureKind(StrEnum):
+    """Every kind of failure a step, a request or a candidate records: closed."""
+
+    TIMEOUT = "timeout"  # a request's or a session's or a judgment's time ran out
+    HTTP_STATUS = "HTTP status"  # an error status: labelled "HTTP <status>"
+    CONNECTION = "connection error"
+    MALFORMED = "malformed response"
+    BROKEN_STREAM = "broken stream"
+    CANCELLED = "cancelled"  # a request cut short by a cancellation
+    INTERRUPTED = "interrupted"  # an agent's reply cut short
+    ANSWER_BUDGET = "answer budget exceeded"
+    REPLY_TOO_LARGE = "reply too large"
+    UNPARSEABLE = "unparseable reply"
+    AMBIGUOUS = "ambiguous judge reply"
+    JOB_FAILED = "ReMe job failed"
+    FAILED = "failed"  # a step that said it failed without saying how
+    WRITE_ERROR = "write error"
+    NOT_RUN = "not run"
+    EXCEPTION = "exception"  # anything else raised: labelled by its class name
+
+
+# The one map from an exception to its kind, first match wins (a subclass before its base:
+# openai.APITimeoutError is an APIConnectionError). Anything else is FailureKind.EXCEPTION.
+FAILURE_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
+    (asyncio.CancelledError, FailureKind.CANCELLED),
+    (openai.APITimeoutError, FailureKind.TIMEOUT),
+    (httpx.TimeoutException, FailureKind.TIMEOUT),
+    (openai.APIStatusError, FailureKind.HTTP_STATUS),
+    (openai.APIConnectionError, FailureKind.CONNECTION),
+    (httpx.TransportError, FailureKind.CONNECTION),
+    (openai.APIResponseValidationError, FailureKind.MALFORMED),
+    (json.JSONDecodeError, FailureKind.MALFORMED),
+)
+
+
+def kind_of(cls: type[BaseException]) -> FailureKind:
+    """The kind of a failure that raised an exception of class `cls` (FAILURE_KINDS)."""
+    return next((kind for known, kind in FAILURE_KINDS if issubclass(cls, known)), FailureKind.EXCEPTION)
+
+
+def failure_kind(exc: BaseException) -> FailureKind:
+    return kind_of(type(exc))
+
+
+def kind_label(kind: FailureKind, *, status: int | None = None, exception: str | None = None) -> str:
+    """The short category a failure is counted under: the kind, an HTTP status, an exception's class."""
+    if kind is FailureKind.HTTP_STATUS and status is not None:
+        return f"HTTP {status}"
+    if kind is FailureKind.EXCEPTION and exception:
+        return exception
+    return kind.value
+
+
+def failure_label(exc: BaseException) -> str:
+    """kind_label of the failure that raised `exc`: 'timeout', 'HTTP 500', 'OSError', ..."""
+    return kind_label(failure_kind(exc), status=getattr(exc, "status_code", None), exception=type(exc).__name__)
 
 
 REDACTED = "[redacted]"

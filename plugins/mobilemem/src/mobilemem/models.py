@@ -112,19 +112,6 @@ def raise_if_cancelled() -> None:
         raise asyncio.CancelledError
 
 
-def failure_kind(exc: BaseException) -> str:
-    """A short category of a failed model call, for gap counts: 'HTTP 500', 'timeout', ..."""
-    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
-        return "timeout"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}"
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return "connection error"
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
-        return "malformed response"
-    return type(exc).__name__
-
-
 async def reply_text(model: ChatModelBase, content: list) -> str:
     """The text of the model's reply to one user message of `content` blocks (streamed or not):
     the judge's call and a baseline's one answer request."""

@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from mobilemem.errors import Frame, caller_frames, describe
+from mobilemem.errors import FailureKind, Frame, caller_frames, describe, failure_label, kind_label
 from mobilemem.records import ObservedRequest, StackFrame, Usage, UsageCounter
 from mobilemem.response_rewrite import Scrubber, StreamRewriter, int_or_none, secret_forms
 
@@ -88,7 +88,7 @@ def model_turns(requests: Iterable[ObservedRequest]) -> list[ObservedRequest]:
 def failure_category(requests: Iterable[ObservedRequest]) -> str | None:
     """The category of the last failed request, if one failed ('HTTP 500', 'timeout', ...)."""
     failed = [r for r in requests if not r.success]
-    return (failed[-1].failure or "failed") if failed else None
+    return (failed[-1].failure or FailureKind.FAILED) if failed else None
 
 
 def failure_frames(requests: Iterable[ObservedRequest]) -> list[StackFrame]:
@@ -113,13 +113,7 @@ def _cancelling() -> bool:
 
 def _failure(exc: BaseException) -> tuple[str, str]:
     """(sanitized error, failure category) of an exchange that raised `exc`."""
-    if isinstance(exc, asyncio.CancelledError):
-        return _CANCELLED, "cancelled"
-    if isinstance(exc, httpx.TimeoutException):
-        return describe(exc), "timeout"
-    if isinstance(exc, httpx.TransportError):
-        return describe(exc), "connection error"
-    return describe(exc), type(exc).__name__
+    return (_CANCELLED if isinstance(exc, asyncio.CancelledError) else describe(exc)), failure_label(exc)
 
 
 def _counter(values: list[int | None], observed: int) -> UsageCounter:
@@ -213,11 +207,11 @@ class _BodyParser:
     def problem(self) -> tuple[str, str] | None:
         """(reason, category) when a completely read body is not a complete, valid chat completion."""
         if self.malformed:
-            return "the response body is not valid JSON", "malformed response"
+            return "the response body is not valid JSON", FailureKind.MALFORMED
         if self.streamed and not (self.done or self.finish_reason):
-            return "the stream ended without a finish reason or [DONE]", "broken stream"
+            return "the stream ended without a finish reason or [DONE]", FailureKind.BROKEN_STREAM
         if not self.streamed and not self.completion:
-            return "the response body is not a chat completion", "malformed response"
+            return "the response body is not a chat completion", FailureKind.MALFORMED
         return None
 
     def counters(self) -> dict[str, int | None]:
@@ -322,17 +316,17 @@ class _PendingRecord:
     def _outcome(self) -> tuple[str | None, str | None]:
         """(error, failure category) of the exchange; (None, None) for a successful one."""
         if isinstance(self.error, IncompleteCompletion):
-            return describe(self.error), (self.parser.problem() or ("", "malformed response"))[1]
+            return describe(self.error), (self.parser.problem() or ("", FailureKind.MALFORMED))[1]
         if self.error is not None:
             return _failure(self.error)
         if not self.ok_status:
-            return f"HTTP {self.status}", f"HTTP {self.status}"
+            return f"HTTP {self.status}", kind_label(FailureKind.HTTP_STATUS, status=self.status)
         if self.parser.malformed:
-            return "the response body is not valid JSON", "malformed response"
+            return "the response body is not valid JSON", FailureKind.MALFORMED
         if not (self.eof or self.parser.done):
             if _cancelling():  # the caller was cancelled while it was not reading (between chunks)
-                return _CANCELLED, "cancelled"
-            return "the response body was not read completely", "broken stream"
+                return _CANCELLED, FailureKind.CANCELLED
+            return "the response body was not read completely", FailureKind.BROKEN_STREAM
         if self.validate and (problem := self.parser.problem()):
             return problem
         return None, None

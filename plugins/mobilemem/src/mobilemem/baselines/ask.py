@@ -11,8 +11,8 @@ from agentscope.model import ChatModelBase
 from mobilemem import usage
 from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
-from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
+from mobilemem.errors import FailureKind, describe, failure_label
+from mobilemem.models import MODEL_CALL_ERRORS, raise_if_cancelled, reply_text
 from mobilemem.records import AnswerResponse, Retrieval
 
 
@@ -31,14 +31,14 @@ async def ask(model: ChatModelBase, content: list, preset: CandidatePreset,
             if budget.expired():  # a library swallowed the budget's cancellation
                 raise TimeoutError
         except TimeoutError:
-            return _failed("answer budget exceeded", f"the answer exceeded its {preset.answer_timeout_s:g} s budget",
+            return _failed(FailureKind.ANSWER_BUDGET, f"the answer exceeded its {preset.answer_timeout_s:g} s budget",
                            "interrupted", retrieval)
         except asyncio.CancelledError:
             raise_if_cancelled()  # the run is being interrupted: not a failure of this answer
-            return _failed("interrupted", "the answer request was interrupted", "interrupted", retrieval)
+            return _failed(FailureKind.INTERRUPTED, "the answer request was interrupted", "interrupted", retrieval)
         except MODEL_CALL_ERRORS as exc:
             raise_if_cancelled()
-            return _failed(usage.failure_category(own.requests) or failure_kind(exc), describe(exc),
+            return _failed(usage.failure_category(own.requests) or failure_label(exc), describe(exc),
                            retrieval=retrieval)
     turns = usage.model_turns(own.requests)
     if (failed := usage.failure_category(own.requests)) is not None:

@@ -17,6 +17,7 @@ from mobilemem import usage
 from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
+from mobilemem.errors import FailureKind
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponse, ToolCallRecord
 
@@ -34,11 +35,11 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
             if budget.expired():  # a library swallowed the budget's cancellation
                 raise TimeoutError
         except TimeoutError:
-            return _interrupted(own.requests, "answer budget exceeded",
+            return _interrupted(own.requests, FailureKind.ANSWER_BUDGET,
                                 f"the answer exceeded its {preset.answer_timeout_s:g} s budget")
         except asyncio.CancelledError:
             raise_if_cancelled()  # the run is being interrupted: not a failure of this answer
-            return _interrupted(own.requests, "interrupted", "the answer agent's reply was interrupted")
+            return _interrupted(own.requests, FailureKind.INTERRUPTED, "the answer agent's reply was interrupted")
     metadata = response.metadata
     turns = usage.model_turns(own.requests)
     finished = metadata.get("finished_reason")
@@ -49,7 +50,7 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
               "trajectory_path": metadata.get("trajectory_path")}
     failed = usage.failure_category(own.requests)
     if not response.success:
-        kind = "interrupted" if finished == "interrupted" else failed or "failed"
+        kind = FailureKind.INTERRUPTED if finished == "interrupted" else failed or FailureKind.FAILED
         return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)
     if failed is not None:  # e.g. a compression request AgentScope gave up on: nothing false is scored
         return AnswerResponse(success=False, answer=None, error_kind=failed, **common,

@@ -19,6 +19,7 @@ from reme.application import Application
 from mobilemem import usage
 from mobilemem.candidate import IngestResponse
 from mobilemem.dataset import CandidateSession, CandidateTurn
+from mobilemem.errors import FailureKind
 from mobilemem.images import image_for_model
 from mobilemem.message_ids import message_id
 from mobilemem.models import raise_if_cancelled
@@ -66,11 +67,11 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
             raise TimeoutError
     except TimeoutError:
         return IngestResponse(success=False, answer=f"the session exceeded its {timeout_s:g} s budget",
-                              error_kind="timeout")
+                              error_kind=FailureKind.TIMEOUT)
     except asyncio.CancelledError:
         raise_if_cancelled()  # the run is being interrupted: not a failure of this session
         return IngestResponse(success=False, answer="the memory agent's reply was interrupted",
-                              error_kind="interrupted")
+                              error_kind=FailureKind.INTERRUPTED)
     if response.success and (failed := usage.failure_category(own.requests)) is not None:
         return IngestResponse(success=False, error_kind=failed,
                               answer=f"the memory was written although one of its requests failed ({failed})")
