@@ -6,7 +6,7 @@
      ├── WorkspaceEscape    a tool path that would leave the user's memory folder
      └── ModelCallError     a model request failed (HTTP status, timeout, broken stream)
 
-`FailureKind` is the closed list of what can fail, and `FAILURE_KINDS` the one table from an
+`FailureKind` is the closed list of what can fail, and `failure_kinds()` the one table from an
 exception class to its kind (`failure_kind`); `failure_label` is the short category a failure is
 counted under ('HTTP 500', 'timeout', or an unexpected exception's class name).
 
@@ -39,9 +39,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import httpx
-import openai
 
 from mobilemem.checkout import RUNNER_PACKAGES, repository_root
 
@@ -96,23 +93,29 @@ class FailureKind(StrEnum):
     EXCEPTION = "exception"  # anything else raised: labelled by its class name
 
 
-# The one map from an exception to its kind, first match wins (a subclass before its base:
-# openai.APITimeoutError is an APIConnectionError). Anything else is FailureKind.EXCEPTION.
-FAILURE_KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
-    (asyncio.CancelledError, FailureKind.CANCELLED),
-    (openai.APITimeoutError, FailureKind.TIMEOUT),
-    (httpx.TimeoutException, FailureKind.TIMEOUT),
-    (openai.APIStatusError, FailureKind.HTTP_STATUS),
-    (openai.APIConnectionError, FailureKind.CONNECTION),
-    (httpx.TransportError, FailureKind.CONNECTION),
-    (openai.APIResponseValidationError, FailureKind.MALFORMED),
-    (json.JSONDecodeError, FailureKind.MALFORMED),
-)
+@functools.cache
+def failure_kinds() -> tuple[tuple[type[BaseException], FailureKind], ...]:
+    """The one map from an exception to its kind, first match wins (a subclass before its base:
+    openai.APITimeoutError is an APIConnectionError); anything else is FailureKind.EXCEPTION. Built
+    on first use: the records import this module, and openai takes a second to import."""
+    import httpx
+    import openai
+
+    return (
+        (asyncio.CancelledError, FailureKind.CANCELLED),
+        (openai.APITimeoutError, FailureKind.TIMEOUT),
+        (httpx.TimeoutException, FailureKind.TIMEOUT),
+        (openai.APIStatusError, FailureKind.HTTP_STATUS),
+        (openai.APIConnectionError, FailureKind.CONNECTION),
+        (httpx.TransportError, FailureKind.CONNECTION),
+        (openai.APIResponseValidationError, FailureKind.MALFORMED),
+        (json.JSONDecodeError, FailureKind.MALFORMED),
+    )
 
 
 def kind_of(cls: type[BaseException]) -> FailureKind:
-    """The kind of a failure that raised an exception of class `cls` (FAILURE_KINDS)."""
-    return next((kind for known, kind in FAILURE_KINDS if issubclass(cls, known)), FailureKind.EXCEPTION)
+    """The kind of a failure that raised an exception of class `cls` (failure_kinds)."""
+    return next((kind for known, kind in failure_kinds() if issubclass(cls, known)), FailureKind.EXCEPTION)
 
 
 def failure_kind(exc: BaseException) -> FailureKind:
