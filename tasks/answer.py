@@ -14,7 +14,7 @@ from mobilemem import fingerprints, usage
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import AnswerResponseFile
+from mobilemem.records import AnswerResponse, AnswerResponseFile, ErrorLine, Failure
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
@@ -38,7 +38,7 @@ async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutc
 
 async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
     paths = user.run.user(user.user_id).question(job.question_id)
     ids = {"user_id": job.user_id, "question_id": job.question_id}
     started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
@@ -50,20 +50,30 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
             error = error_record(exc, stage="answer", **ids)
     latency = time.perf_counter() - clock
     if response is not None and not response.success:
-        error = failure_record(stage="answer", error_type=response.error_kind or FailureKind.FAILED,
-                               reason=response.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
+        said = response.failure or Failure(kind=FailureKind.FAILED)
+        error = failure_record(stage="answer", error_type=said.label, reason=said.message or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.answer_response, AnswerResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
         response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
-        error_id=error.id if error else None,
+        failure=_failure(response, error),
         answer_fingerprint=fingerprints.answer_fingerprint(user.memory_fingerprint, job, user.config.candidate)),
         stage="answer", **ids)
     if error is None and unsaved is None:
         user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")
     if error is None:  # answered, but the answer could not be kept: it is not judged
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
     append_error(user.run, error)
     user.disk.probe()
-    reason = (response.error_kind if response else None) or error.error_type
-    return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)
+    failure = _failure(response, error)
+    assert failure is not None
+    return await record_gap(user, job.question_id, "answer", failure.label, error.id, error.failure.message)
+
+
+def _failure(response: AnswerResponse | None, error: ErrorLine | None) -> Failure | None:
+    """The step's failure: what the candidate said of it, or what it raised; pointing at its line."""
+    if error is None:
+        return None
+    said = response.failure if response is not None else None
+    return (said or error.failure).model_copy(update={"error_id": error.id, "frames": [],
+                                                      "message": error.failure.message})

@@ -53,8 +53,8 @@ async def _build(user: UserContext) -> StepOutcome:
         user.disk.probe()
         save(user, paths.index_response, IndexResponseFile(
             started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
-            error_id=error.id, error=error.reason), stage="index", user_id=user.user_id)
-        return StepOutcome(success=False, reason=error.error_type, error_id=error.id, detail=error.reason)
+            failure=error.pointer()), stage="index", user_id=user.user_id)
+        return StepOutcome(success=False, reason=error.failure.label, error_id=error.id, detail=error.failure.message)
     unsaved = save(user, paths.index_response, IndexResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
         documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds),
@@ -67,5 +67,5 @@ async def _build(user: UserContext) -> StepOutcome:
             memory_fingerprint=user.memory_fingerprint, manifest=manifest),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
-        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.reason)
+        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.failure.message)
     return StepOutcome(success=True)

@@ -14,7 +14,7 @@ from mobilemem import usage
 from mobilemem.dataset import CandidateSession
 from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import SessionFile
+from mobilemem.records import Failure, SessionFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
@@ -49,9 +49,9 @@ async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
         except Exception as exc:
             raise_if_cancelled()
             error = error_record(exc, stage="ingest", **ids)
-            kind = usage.failure_category(scope.requests) or error.error_type
+            kind = usage.failure_category(scope.requests) or error.failure.label
     if response is not None and not response.success:  # ReMe's job failed: its answer is the reason
-        kind = response.error_kind or usage.failure_category(scope.requests) or FailureKind.JOB_FAILED
+        kind = (response.failure.label if response.failure else None) or usage.failure_category(scope.requests) or FailureKind.JOB_FAILED
         error = failure_record(stage="ingest", error_type=kind, reason=response.answer or FailureKind.FAILED,
                                frames=usage.failure_frames(scope.requests), **ids)
     if error is not None:
@@ -63,7 +63,7 @@ async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
         success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
         answer=response.answer if response else None,
         trajectory_path=response.trajectory_path if response else None, usage=scope.usage(), requests=scope.requests,
-        error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None),
+        failure=Failure.of_label(kind, message=error.failure.message, error_id=error.id) if error and kind else None),
         stage="ingest", **ids)
     if unsaved is not None:  # a session without its record is a failed session: the history ends here
         error, kind = unsaved, WRITE_ERROR
@@ -73,4 +73,4 @@ async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
         user.progress.bump(failed_sessions=1)
     user.dashboard.task_files(f"session {session.session_id} of user {user.user_id}", [record])
     return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None,
-                       detail=error.reason if error else None)
+                       detail=error.failure.message if error else None)

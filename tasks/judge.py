@@ -16,7 +16,7 @@ from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import FailureKind, error_record, failure_record
 from mobilemem.metrics import overlap_scores
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import JudgmentFile, MetricsFile
+from mobilemem.records import ErrorLine, Failure, JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
@@ -52,14 +52,13 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
             raise_if_cancelled()
             error = error_record(exc, stage="judge", **ids)
     if judgment is not None and not judgment.success:
-        error = failure_record(stage="judge", error_type=judgment.error_kind or FailureKind.FAILED,
-                               reason=judgment.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
+        said = judgment.failure or Failure(kind=FailureKind.FAILED)
+        error = failure_record(stage="judge", error_type=said.label, reason=said.message or "failed", frames=usage.failure_frames(scope.requests), **ids)
     unsaved = save(user, paths.judgment, JudgmentFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,
         question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,
         decided_by=judgment.decided_by if judgment else None, raw_reply=judgment.raw_reply if judgment else None,
-        usage=scope.usage(), requests=scope.requests, error_kind=judgment.error_kind if judgment else None,
-        error_id=error.id if error else None, error=error.reason if error else None,
+        usage=scope.usage(), requests=scope.requests, failure=_failure(judgment, error),
         judgment_fingerprint=mobilemem_judge.judgment_fingerprint(question, prediction, user.judge_settings)),
         stage="judge", **ids)
     if error is None and judgment is not None and unsaved is None:
@@ -76,8 +75,18 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
                 append_error(user.run, error_record(exc, stage="judge", **ids))
             return StepOutcome(success=True)
     if error is None:  # judged, but the judgment could not be kept: not scored
-        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.reason)
+        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.failure.message)
     assert error is not None
     append_error(user.run, error)
-    reason = (judgment.error_kind if judgment else None) or error.error_type
-    return await record_gap(user, question.question_id, "judge", reason, error.id, error.reason)
+    failure = _failure(judgment, error)
+    assert failure is not None
+    return await record_gap(user, question.question_id, "judge", failure.label, error.id, error.failure.message)
+
+
+def _failure(judgment: mobilemem_judge.Judgment | None, error: ErrorLine | None) -> Failure | None:
+    """The step's failure: the judgment's category, or what it raised; pointing at its line."""
+    if error is None:
+        return None
+    said = judgment.failure if judgment is not None else None
+    return (said or error.failure).model_copy(update={"error_id": error.id, "frames": [],
+                                                      "message": error.failure.message})

@@ -41,7 +41,7 @@ PINNED: dict[type[BaseException], FailureKind] = {
     openai.InvalidWebhookSignatureError: K.EXCEPTION, openai.WebSocketConnectionClosedError: K.EXCEPTION,
     openai.WebSocketQueueFullError: K.EXCEPTION,
 }
-# the keywords that carry a failure's kind or category
+# the keywords that carry a failure's kind or category (and Failure.of_label's label)
 KIND_KEYWORDS = {"error_kind", "failure", "error_type", "gap", "kind"}
 APPLICATION = ["flows", "lifecycle", "tasks", "plugins/mobilemem/src/mobilemem", "plugins/mobilemem-judge/src"]
 
@@ -81,9 +81,14 @@ def _kind_literals():
                 continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.keyword) and node.arg in KIND_KEYWORDS:
-                    for value in ast.walk(node.value):
-                        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                            yield f"{path.relative_to(ROOT)}:{value.lineno} {node.arg}={value.value!r}"
+                    value, name = node.value, node.arg
+                elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "of_label" and node.args:
+                    value, name = node.args[0], "Failure.of_label"
+                else:
+                    continue
+                for branch in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+                    if isinstance(branch, ast.Constant) and isinstance(branch.value, str):
+                        yield f"{path.relative_to(ROOT)}:{branch.lineno} {name}({branch.value!r})"
 
 
 def test_no_failure_kind_is_spelled_as_a_string():

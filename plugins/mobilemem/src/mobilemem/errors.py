@@ -255,9 +255,10 @@ def failure_record(
     image_paths: Iterable[str] = (),
     frames: Iterable[StackFrame | Frame] = (),
 ) -> ErrorLine:
-    """The errors.jsonl record of DESIGN §8 for a failure (the reason is sanitized here); `frames`
-    are where it happened: for a failed model request, the frames the usage recorder kept."""
-    from mobilemem.records import ErrorLine, StackFrame
+    """The errors.jsonl record of DESIGN §8 for a failure counted under `error_type` (its label: 'HTTP
+    500', 'timeout', an exception's class; the reason is sanitized here); `frames` are where it
+    happened: for a failed model request, the frames the usage recorder kept."""
+    from mobilemem.records import ErrorLine, Failure, StackFrame
 
     return ErrorLine(
         id=uuid.uuid4().hex,
@@ -267,13 +268,13 @@ def failure_record(
         session_id=session_id,
         question_id=question_id,
         image_paths=list(image_paths),
-        error_type=error_type,
-        reason=sanitize(reason),
-        frames=[f if isinstance(f, StackFrame) else StackFrame(file=f[0], line=f[1], function=f[2]) for f in frames],
+        failure=Failure.of_label(error_type, message=sanitize(reason), frames=[
+            f if isinstance(f, StackFrame) else StackFrame(file=f[0], line=f[1], function=f[2]) for f in frames]),
     )
 
 
 def error_record(exc: BaseException, *, stage: ErrorStage, **ids) -> ErrorLine:
-    """Turn an exception into the errors.jsonl record of DESIGN §8 (no frame locals)."""
+    """Turn an exception into the errors.jsonl record of DESIGN §8 (no frame locals); it is counted
+    under the exception's class, whatever its kind."""
     return failure_record(stage=stage, error_type=type(exc).__name__, reason=describe(exc), frames=_frames(exc),
                           **ids)

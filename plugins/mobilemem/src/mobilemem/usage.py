@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 
 from mobilemem.errors import FailureKind, Frame, caller_frames, describe, failure_label, kind_label
-from mobilemem.records import ObservedRequest, StackFrame, Usage, UsageCounter
+from mobilemem.records import Failure, ObservedRequest, StackFrame, Usage, UsageCounter
 from mobilemem.response_rewrite import Scrubber, StreamRewriter, int_or_none, secret_forms
 
 COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "cached_tokens")
@@ -88,18 +88,25 @@ def model_turns(requests: Iterable[ObservedRequest]) -> list[ObservedRequest]:
 def failure_category(requests: Iterable[ObservedRequest]) -> str | None:
     """The category of the last failed request, if one failed ('HTTP 500', 'timeout', ...)."""
     failed = [r for r in requests if not r.success]
-    return (failed[-1].failure or FailureKind.FAILED) if failed else None
+    return (failed[-1].failure.label if failed[-1].failure else FailureKind.FAILED) if failed else None
 
 
 def failure_frames(requests: Iterable[ObservedRequest]) -> list[StackFrame]:
     """Where the last failed request was made (the runner's frames), for a failure record; when no
     request failed (an unparseable reply, an error inside ReMe), where this is called from."""
-    failed = [r for r in requests if not r.success and r.frames]
-    return failed[-1].frames if failed else _stack_frames(caller_frames(__file__))
+    failed = [r.failure.frames for r in requests if not r.success and r.failure and r.failure.frames]
+    return failed[-1] if failed else _stack_frames(caller_frames(__file__))
 
 
 def _stack_frames(frames: Iterable[Frame]) -> list[StackFrame]:
     return [StackFrame(file=file, line=line, function=function) for file, line, function in frames]
+
+
+def _request_failure(error: str | None, category: str | None, frames: Iterable[Frame]) -> Failure | None:
+    """A failed exchange's failure: `category` its label ('HTTP 500', 'timeout', ...)."""
+    if error is None and category is None:
+        return None
+    return Failure.of_label(category or FailureKind.FAILED, message=error, frames=_stack_frames(frames))
 
 
 def _cancelling() -> bool:
@@ -344,8 +351,8 @@ class _PendingRecord:
         _file(self.target, ObservedRequest(
             started_at=self.started_at, finished_at=datetime.now(UTC), status=self.status, success=success,
             streamed=self.parser.streamed, compression=self.compression,
-            finish_reason=self.parser.finish_reason if success else None, error=error, failure=failure,
-            frames=_stack_frames(self.frames or ()), **counters))
+            finish_reason=self.parser.finish_reason if success else None,
+            failure=_request_failure(error, failure, self.frames or ()), **counters))
 
 
 def _file(target: UsageScope | None, record: ObservedRequest) -> None:
@@ -371,8 +378,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         except _FAILURES as exc:  # no response: refused, timed out, reset, or cancelled while waiting
             error, failure = _failure(exc)
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
-                                          success=False, streamed=False, compression=compression, error=error,
-                                          failure=failure, frames=_stack_frames(caller_frames(__file__))))
+                                          success=False, streamed=False, compression=compression,
+                                          failure=_request_failure(error, failure, caller_frames(__file__))))
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         validate = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")

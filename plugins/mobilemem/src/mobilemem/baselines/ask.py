@@ -13,12 +13,12 @@ from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
 from mobilemem.errors import FailureKind, describe, failure_label
 from mobilemem.models import MODEL_CALL_ERRORS, raise_if_cancelled, reply_text
-from mobilemem.records import AnswerResponse, Retrieval
+from mobilemem.records import AnswerResponse, Failure, Retrieval
 
 
 def _failed(kind: str, reason: str, finished=None, retrieval: Retrieval | None = None) -> AnswerResponse:
-    return AnswerResponse(success=False, answer=None, finished_reason=finished, error_kind=kind, error=reason,
-                          retrieval=retrieval)
+    return AnswerResponse(success=False, answer=None, finished_reason=finished,
+                          failure=Failure.of_label(kind, message=reason), retrieval=retrieval)
 
 
 async def ask(model: ChatModelBase, content: list, preset: CandidatePreset,

@@ -19,11 +19,11 @@ from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import FailureKind
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import AnswerResponse, ToolCallRecord
+from mobilemem.records import AnswerResponse, Failure, ToolCallRecord
 
 def _interrupted(requests, kind: str, reason: str) -> AnswerResponse:
     return AnswerResponse(success=False, answer=None, finished_reason="interrupted",
-                          iterations=len(usage.model_turns(requests)), error_kind=kind, error=reason)
+                          iterations=len(usage.model_turns(requests)), failure=Failure.of_label(kind, message=reason))
 
 
 async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:
@@ -51,10 +51,11 @@ async def answer_question(app: Application, job: CandidateQuestion, preset: Cand
     failed = usage.failure_category(own.requests)
     if not response.success:
         kind = FailureKind.INTERRUPTED if finished == "interrupted" else failed or FailureKind.FAILED
-        return AnswerResponse(success=False, answer=None, error_kind=kind, error=str(response.answer), **common)
+        return AnswerResponse(success=False, answer=None, failure=Failure.of_label(kind, message=str(response.answer)),
+                              **common)
     if failed is not None:  # e.g. a compression request AgentScope gave up on: nothing false is scored
-        return AnswerResponse(success=False, answer=None, error_kind=failed, **common,
-                              error=f"the answer was reached although one of its requests failed ({failed})")
+        return AnswerResponse(success=False, answer=None, **common, failure=Failure.of_label(
+            failed, message=f"the answer was reached although one of its requests failed ({failed})"))
     text, size = cap_answer(str(response.answer), preset.max_answer_bytes)
     if size is not None:
         common["truncated"] = True

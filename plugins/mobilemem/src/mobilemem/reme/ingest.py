@@ -23,6 +23,7 @@ from mobilemem.errors import FailureKind
 from mobilemem.images import image_for_model
 from mobilemem.message_ids import message_id
 from mobilemem.models import raise_if_cancelled
+from mobilemem.records import Failure
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +68,13 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
             raise TimeoutError
     except TimeoutError:
         return IngestResponse(success=False, answer=f"the session exceeded its {timeout_s:g} s budget",
-                              error_kind=FailureKind.TIMEOUT)
+                              failure=Failure(kind=FailureKind.TIMEOUT))
     except asyncio.CancelledError:
         raise_if_cancelled()  # the run is being interrupted: not a failure of this session
         return IngestResponse(success=False, answer="the memory agent's reply was interrupted",
-                              error_kind=FailureKind.INTERRUPTED)
+                              failure=Failure(kind=FailureKind.INTERRUPTED))
     if response.success and (failed := usage.failure_category(own.requests)) is not None:
-        return IngestResponse(success=False, error_kind=failed,
+        return IngestResponse(success=False, failure=Failure.of_label(failed),
                               answer=f"the memory was written although one of its requests failed ({failed})")
     metadata = response.metadata
     log.debug("session %s: success=%s note=%s", session.session_id, response.success, metadata.get("path"))
