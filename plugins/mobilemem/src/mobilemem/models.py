@@ -7,6 +7,9 @@ ones) and `JUDGE_MODEL_NAME` for the judge. Every credential is registered with 
 `build_chat_model` sets zero retries at every layer (openai client, AgentScope model; the agent's
 `ModelConfig` defaults to 0 and gets no fallback model), the per-request timeout, and an httpx
 client whose `RecordingTransport` observes every exchange for the usage policy.
+
+`within_budget` is the one budgeted model call of the plugins (a ReMe job, a baseline's request, a
+judgment): its wall-clock budget, a cancellation a library swallowed, a failed call, as one `Failure`.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from mobilemem.config import CandidatePreset, Config, RequestPreset
 from mobilemem import usage
+from mobilemem.config import CandidatePreset, Config, RequestPreset
 from mobilemem.errors import ConfigError, FailureKind, ModelCallError, describe, failure_label, register_secret
 from mobilemem.records import Failure, ObservedRequest
 from mobilemem.usage import RecordingTransport

@@ -19,6 +19,7 @@ from mobilemem.errors import FailureKind
 from mobilemem.models import within_budget
 from mobilemem.records import AnswerResponse, Failure, ToolCallRecord
 
+
 async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:
     response, failure, requests = await within_budget(
         lambda: app.run_job("agentic_answer", query=job.question, question_id=job.question_id,
