@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe, error_record
-from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, JobFile, RecordBase
+from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, JobFile, RecordBase, gap_failure
 from mobilemem.rundir import append_error, write_record
 from lifecycle.outcome import StepOutcome
 
@@ -44,13 +44,13 @@ async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, q
     append_error(user.run, error)
     if isinstance(exc, OSError):
         user.disk.note(exc)
-    log.error("%s step of user %s failed: %s", stage, user.user_id, error.reason)
+    log.error("%s step of user %s failed: %s", stage, user.user_id, error.failure.message)
     if question_id is None:
-        return StepOutcome(success=False, reason=error.error_type, error_id=error.id, detail=error.reason)
+        return StepOutcome(success=False, reason=error.failure.label, error_id=error.id, detail=error.failure.message)
     if user.run.user(user.user_id).question(question_id).metrics.exists():
         return StepOutcome(success=True)
     gap: GapStage = "judge" if stage == "judge" else "answer"
-    return await record_gap(user, question_id, gap, error.error_type, error.id, error.reason)
+    return await record_gap(user, question_id, gap, error.failure.label, error.id, error.failure.message)
 
 
 def question_files(user: UserContext, question_id: str, title: str) -> None:
@@ -64,8 +64,8 @@ async def record_gap(user: UserContext, question_id: str, stage: GapStage, reaso
     """Write the question's error.json (the errors.jsonl line is the caller's) and count the gap."""
     try:
         write_record(user.run.user(user.user_id).question(question_id).error, ErrorFile(
-            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason, detail=detail,
-            error_id=error_id))
+            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason,
+            failure=gap_failure(reason, detail, error_id)))
     except Exception as exc:  # the gap still counts; summarize sees the question without its outcome
         if isinstance(exc, OSError):
             user.disk.note(exc)
@@ -90,8 +90,8 @@ def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLin
         if not (paths.metrics.exists() or paths.error.exists()):
             try:
                 write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
-                                                    reason=f"orchestration failed: {error.error_type}",
-                                                    detail=error.reason, error_id=error.id))
+                                                    reason=f"orchestration failed: {error.failure.label}",
+                                                    failure=error.pointer()))
             except Exception as exc:  # the next question is still recorded
                 if isinstance(exc, OSError):
                     context.disk.note(exc)

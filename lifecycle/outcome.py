@@ -16,11 +16,11 @@ from prefect.client.schemas.objects import StateType
 from prefect.states import Cancelled, Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
-from mobilemem.errors import sanitize
+from mobilemem.errors import FailureKind, sanitize
 from mobilemem.records import GapStage, SummaryFile
 from lifecycle.orchestration import mark_started, start_patiently
 
-WRITE_ERROR = "write error"
+WRITE_ERROR = FailureKind.WRITE_ERROR
 
 
 class StepOutcome(BaseModel):
@@ -42,7 +42,7 @@ class StepOutcome(BaseModel):
         return sanitize(" ".join(text.split()))
 
 
-NOT_RUN = StepOutcome(success=False, reason="not run", not_run=True)
+NOT_RUN = StepOutcome(success=False, reason=FailureKind.NOT_RUN, not_run=True)
 
 
 def as_state(outcome: StepOutcome) -> State:

@@ -4,18 +4,16 @@ and, for a gap, `error.json` plus one `errors.jsonl` line (the task run ends Fai
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem import fingerprints, usage
+from mobilemem import fingerprints
 from mobilemem.dataset import CandidateQuestion
-from mobilemem.errors import error_record, failure_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile
-from mobilemem.rundir import append_error
+from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
 from lifecycle.gaps import question_files, record_gap, save, step_failed, write_job
@@ -38,32 +36,21 @@ async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutc
 
 async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
     paths = user.run.user(user.user_id).question(job.question_id)
     ids = {"user_id": job.user_id, "question_id": job.question_id}
-    started, clock, response, error = datetime.now(UTC), time.perf_counter(), None, None
-    with usage.scope() as scope:
-        try:
-            response = await user.candidate.answer_question(job)
-        except Exception as exc:
-            raise_if_cancelled()
-            error = error_record(exc, stage="answer", **ids)
-    latency = time.perf_counter() - clock
-    if response is not None and not response.success:
-        error = failure_record(stage="answer", error_type=response.error_kind or "failed",
-                               reason=response.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
+    tried = await attempt(user, "answer", lambda: user.candidate.answer_question(job), **ids)
+    response, error = tried.response, tried.error
     unsaved = save(user, paths.answer_response, AnswerResponseFile(
-        started_at=started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
-        response=response, usage=scope.usage(), requests=scope.requests, latency_s=round(latency, 4),
-        error_id=error.id if error else None,
+        started_at=tried.started, finished_at=datetime.now(UTC), user_id=job.user_id, question_id=job.question_id,
+        response=response, usage=tried.usage, requests=tried.requests, latency_s=round(tried.seconds, 4),
+        failure=tried.failure,
         answer_fingerprint=fingerprints.answer_fingerprint(user.memory_fingerprint, job, user.config.candidate)),
         stage="answer", **ids)
     if error is None and unsaved is None:
         user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")
     if error is None:  # answered, but the answer could not be kept: it is not judged
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.reason)
-    append_error(user.run, error)
-    user.disk.probe()
-    reason = (response.error_kind if response else None) or error.error_type
-    return await record_gap(user, job.question_id, "answer", reason, error.id, error.reason)
+        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
+    assert tried.failure is not None
+    return await record_gap(user, job.question_id, "answer", tried.failure.label, error.id, error.failure.message)

@@ -12,11 +12,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem import memory_manifest
-from mobilemem.errors import error_record
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
-from mobilemem.rundir import append_error, read_record
+from mobilemem.rundir import read_record
 from mobilemem.usage import summarize
+from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
 from lifecycle.gaps import save, step_failed
@@ -43,18 +43,14 @@ async def build_index(user: UserContext) -> StepOutcome:
 
 async def _build(user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id)
-    started = datetime.now(UTC)
-    try:
-        response = await user.candidate.build_index()
-    except Exception as exc:
-        raise_if_cancelled()
-        error = error_record(exc, stage="index", user_id=user.user_id)
-        append_error(user.run, error)
-        user.disk.probe()
+    tried = await attempt(user, "index", user.candidate.build_index, user_id=user.user_id)
+    response, error, started = tried.response, tried.error, tried.started
+    if error is not None or response is None:
+        assert error is not None and tried.failure is not None
         save(user, paths.index_response, IndexResponseFile(
             started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
-            error_id=error.id, error=error.reason), stage="index", user_id=user.user_id)
-        return StepOutcome(success=False, reason=error.error_type, error_id=error.id, detail=error.reason)
+            failure=tried.failure), stage="index", user_id=user.user_id)
+        return StepOutcome(success=False, reason=tried.failure.label, error_id=error.id, detail=error.failure.message)
     unsaved = save(user, paths.index_response, IndexResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
         documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds),
@@ -67,5 +63,5 @@ async def _build(user: UserContext) -> StepOutcome:
             memory_fingerprint=user.memory_fingerprint, manifest=manifest),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
-        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.reason)
+        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.failure.message)
     return StepOutcome(success=True)

@@ -10,14 +10,13 @@ from datetime import UTC, datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from mobilemem import usage
 from mobilemem.dataset import CandidateSession
-from mobilemem.errors import error_record, failure_record
+from mobilemem.errors import FailureKind
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import SessionFile
-from mobilemem.rundir import append_error
+from mobilemem.records import Failure, SessionFile
+from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
+from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
 from lifecycle.gaps import save, step_failed
 
 
@@ -42,35 +41,22 @@ async def ingest_session(session: CandidateSession, user: UserContext) -> StepOu
 async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
     ids = {"user_id": user.user_id, "session_id": session.session_id,
            "image_paths": [t.image.path for t in session.turns if t.image]}
-    started, response, error, kind = datetime.now(UTC), None, None, None
-    with usage.scope() as scope:
-        try:
-            response = await user.candidate.ingest_session(session, user.config.candidate.session_timeout_s)
-        except Exception as exc:
-            raise_if_cancelled()
-            error = error_record(exc, stage="ingest", **ids)
-            kind = usage.failure_category(scope.requests) or error.error_type
-    if response is not None and not response.success:  # ReMe's job failed: its answer is the reason
-        kind = response.error_kind or usage.failure_category(scope.requests) or "ReMe job failed"
-        error = failure_record(stage="ingest", error_type=kind, reason=response.answer or "failed",
-                               frames=usage.failure_frames(scope.requests), **ids)
-    if error is not None:
-        append_error(user.run, error)
-        user.disk.probe()
+    tried = await attempt(user, "ingest", lambda: user.candidate.ingest_session(
+        session, user.config.candidate.session_timeout_s), **ids)
+    response, error, failure = tried.response, tried.error, tried.failure
     record = user.run.user(user.user_id).session(session.session_id)
     unsaved = save(user, record, SessionFile(
-        started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
+        started_at=tried.started, finished_at=datetime.now(UTC), user_id=user.user_id, session_id=session.session_id,
         success=error is None, notes_written=[response.note_path] if response and response.note_path else [],
-        answer=response.answer if response else None,
-        trajectory_path=response.trajectory_path if response else None, usage=scope.usage(), requests=scope.requests,
-        error_kind=kind, error_id=error.id if error else None, error=error.reason if error else None),
-        stage="ingest", **ids)
+        answer=response.answer if response else None, trajectory_path=response.trajectory_path if response else None,
+        usage=tried.usage, requests=tried.requests, failure=failure), stage="ingest", **ids)
     if unsaved is not None:  # a session without its record is a failed session: the history ends here
-        error, kind = unsaved, WRITE_ERROR
+        error, failure = unsaved, Failure(kind=FailureKind.WRITE_ERROR, message=unsaved.failure.message,
+                                          error_id=unsaved.id)
     if error is None:
         user.progress.bump(ingested=1)
     else:
         user.progress.bump(failed_sessions=1)
     user.dashboard.task_files(f"session {session.session_id} of user {user.user_id}", [record])
-    return StepOutcome(success=error is None, reason=kind, error_id=error.id if error else None,
-                       detail=error.reason if error else None)
+    return StepOutcome(success=error is None, reason=failure.label if failure else None,
+                       error_id=error.id if error else None, detail=error.failure.message if error else None)

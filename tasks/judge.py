@@ -11,13 +11,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 import mobilemem_judge
-from mobilemem import usage
 from mobilemem.dataset import JudgeQuestion
-from mobilemem.errors import error_record, failure_record
+from mobilemem.errors import error_record
 from mobilemem.metrics import overlap_scores
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
+from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
 from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
@@ -42,24 +42,15 @@ async def judge_answer(question: JudgeQuestion, prediction: str, user: UserConte
 async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
     paths = user.run.user(user.user_id).question(question.question_id)
     ids = {"user_id": question.user_id, "question_id": question.question_id}
-    started, judgment, error = datetime.now(UTC), None, None
-    with usage.scope() as scope:
-        try:
-            judgment = await mobilemem_judge.judge_answer(
-                question, prediction, user.judge_model, user.config.judge.rubric,
-                timeout_s=user.config.judge.timeout_s, max_reply_bytes=user.config.judge.max_reply_bytes)
-        except Exception as exc:
-            raise_if_cancelled()
-            error = error_record(exc, stage="judge", **ids)
-    if judgment is not None and not judgment.success:
-        error = failure_record(stage="judge", error_type=judgment.error_kind or "failed",
-                               reason=judgment.error or "failed", frames=usage.failure_frames(scope.requests), **ids)
+    tried = await attempt(user, "judge", lambda: mobilemem_judge.judge_answer(
+        question, prediction, user.judge_model, user.config.judge.rubric,
+        timeout_s=user.config.judge.timeout_s, max_reply_bytes=user.config.judge.max_reply_bytes), **ids)
+    judgment, error = tried.response, tried.error
     unsaved = save(user, paths.judgment, JudgmentFile(
-        started_at=started, finished_at=datetime.now(UTC), user_id=question.user_id,
+        started_at=tried.started, finished_at=datetime.now(UTC), user_id=question.user_id,
         question_id=question.question_id, success=error is None, label=judgment.label if judgment else None,
         decided_by=judgment.decided_by if judgment else None, raw_reply=judgment.raw_reply if judgment else None,
-        usage=scope.usage(), requests=scope.requests, error_kind=judgment.error_kind if judgment else None,
-        error_id=error.id if error else None, error=error.reason if error else None,
+        usage=tried.usage, requests=tried.requests, failure=tried.failure,
         judgment_fingerprint=mobilemem_judge.judgment_fingerprint(question, prediction, user.judge_settings)),
         stage="judge", **ids)
     if error is None and judgment is not None and unsaved is None:
@@ -76,8 +67,6 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
                 append_error(user.run, error_record(exc, stage="judge", **ids))
             return StepOutcome(success=True)
     if error is None:  # judged, but the judgment could not be kept: not scored
-        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.reason)
-    assert error is not None
-    append_error(user.run, error)
-    reason = (judgment.error_kind if judgment else None) or error.error_type
-    return await record_gap(user, question.question_id, "judge", reason, error.id, error.reason)
+        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.failure.message)
+    assert error is not None and tried.failure is not None
+    return await record_gap(user, question.question_id, "judge", tried.failure.label, error.id, error.failure.message)

@@ -47,9 +47,9 @@ def test_error_record_has_stage_ids_frames_and_no_secret():
     dumped = line.model_dump_json()
     assert KEY not in dumped
     assert line.stage == "answer" and line.user_id == 3 and line.question_id == "3_q_1"
-    assert line.error_type == "RuntimeError"
-    assert "ConnectionError" in line.reason  # the cause chain is kept
-    assert any(frame.function == "_raise_with_secret" for frame in line.frames)
+    assert line.failure.label == "RuntimeError" and line.failure.kind == "exception"
+    assert "ConnectionError" in line.failure.message  # the cause chain is kept
+    assert any(frame.function == "_raise_with_secret" for frame in line.failure.frames)
     assert "secret_local" not in dumped
     assert json.loads(dumped)["image_paths"] == ["image/uid3/a.png"]
 
@@ -62,7 +62,7 @@ def test_dataset_error_lists_every_problem():
 def test_frames_name_repository_files_relative_to_the_checkout_and_libraries_relative_to_site_packages():
     with pytest.raises(RuntimeError) as info:
         _raise_with_secret()
-    files = {frame.function: frame.file for frame in error_record(info.value, stage="answer").frames}
+    files = {frame.function: frame.file for frame in error_record(info.value, stage="answer").failure.frames}
     assert files["_raise_with_secret"] == "tests/test_errors.py"  # not just the file name
     assert code_location(str(ROOT / "tasks" / "answer.py")) == ("tasks/answer.py", True)
     assert code_location(str(ROOT / "plugins/mobilemem/src/mobilemem/reme/answer.py")) == (

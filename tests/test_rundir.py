@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mobilemem.errors import ConfigError
-from mobilemem.records import ErrorLine, JobFile
+from mobilemem.errors import ConfigError, FailureKind
+from mobilemem.records import ErrorLine, Failure, JobFile
 from mobilemem.rundir import RunDir, append_error, model_dir_name, read_lines, read_record, write_record
 
 
@@ -60,11 +60,12 @@ def test_records_refuse_unknown_fields_and_newer_versions():
     with pytest.raises(ValueError):
         JobFile.model_validate({"user_id": 1, "question_id": "q", "question": "x", "answer": "leak"})
     with pytest.raises(ValueError):
-        JobFile.model_validate({"schema_version": 2, "user_id": 1, "question_id": "q", "question": "x"})
+        JobFile.model_validate({"schema_version": 3, "user_id": 1, "question_id": "q", "question": "x"})
 
 
 def _line(i: int, stage: str = "answer") -> ErrorLine:
-    return ErrorLine(id=f"e{i}", time=datetime.now(UTC), stage=stage, error_type="X", reason="r" * 5000)
+    return ErrorLine(id=f"e{i}", time=datetime.now(UTC), stage=stage, 
+                     failure=Failure(kind=FailureKind.EXCEPTION, exception="X", message="r" * 5000))
 
 
 def test_error_appends_are_whole_lines_under_concurrency(tmp_path):

@@ -131,7 +131,7 @@ async def test_broken_bodies_are_failed_requests(sim, kind, error):
     finally:
         await close_chat_model(model)
     [observed] = scope.requests
-    assert not observed.success and observed.total_tokens is None and error in (observed.error or "")
+    assert not observed.success and observed.total_tokens is None and error in (observed.failure.message or "")
 
 
 async def test_compression_requests_are_flagged(sim):

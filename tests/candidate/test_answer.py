@@ -119,7 +119,7 @@ async def test_a_failed_compression_request_fails_the_answer(ingested, sim, conf
         await close_chat_model(model)
     assert "compression" in [r.role for r in sim.requests]
     expected = {"malformed": "malformed response", "http_500": "HTTP 500"}[kind]
-    assert not response.success and response.answer is None and response.error_kind == expected
+    assert not response.success and response.answer is None and response.failure.label == expected
 
 
 async def test_wall_clock_budget_interrupts(ingested, sim, config):
@@ -127,7 +127,7 @@ async def test_wall_clock_budget_interrupts(ingested, sim, config):
     preset = config.candidate.model_copy(update={"answer_timeout_s": 0.6})
     response = await answer_question(ingested.apps[0], ingested.dataset.users[0].questions[0], preset)
     assert not response.success and response.finished_reason == "interrupted"
-    assert response.error_kind == "answer budget exceeded" and "0.6 s budget" in response.error
+    assert response.failure.label == "answer budget exceeded" and "0.6 s budget" in response.failure.message
     assert response.answer is None
 
 
@@ -147,7 +147,7 @@ async def test_model_faults(ingested, sim, config, copied_app, kind, success, fi
     response = await answer_question(app, ingested.dataset.users[0].questions[0], preset)
     assert (response.success, response.finished_reason, response.truncated) == (success, finished, truncated)
     if kind == "http_500":
-        assert len(sim.requests) == 1 and "500" in response.error and response.error_kind == "HTTP 500"
+        assert len(sim.requests) == 1 and "500" in response.failure.message and response.failure.label == "HTTP 500"
     if kind == "endless_tool_calls":
         assert response.iterations == 4 and sim.requests[-1].final  # 3 tool rounds + the forced final call
     if kind == "unknown_tool":

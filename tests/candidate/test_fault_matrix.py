@@ -39,10 +39,10 @@ async def _stage(stage: str, ingested, models, copied_app, tmp_path, scope):
     if stage == "answer":
         app, _ = await copied_app(preset=preset, model=candidate_model)
         response = await answer_question(app, user.questions[0], preset)
-        return response.success, response.error_kind
+        return response.success, response.failure.label
     question = ingested.dataset.judge_questions[user.questions[0].question_id]
     judgment = await judge_answer(question, "The colour is red.", judge_model, "mobilemem-omni-judge")
-    return judgment.success, judgment.error_kind
+    return judgment.success, judgment.failure.label
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -56,4 +56,4 @@ async def test_http_fault_is_a_typed_failure_after_one_attempt(ingested, sim, mo
     sim.wait_idle()
     assert [r.role for r in sim.requests] == [stage]
     [observed] = scope.requests
-    assert not observed.success and observed.total_tokens is None and observed.failure == KINDS[kind]
+    assert not observed.success and observed.total_tokens is None and observed.failure.label == KINDS[kind]

@@ -70,12 +70,12 @@ async def test_an_invalid_or_incomplete_completion_fails_the_step(ingested, conf
     hostile.rules = [Hostility(role=stage, kind=kind)]
     success, result, requests = await _run(stage, ingested, config, copied_app, tmp_path, hostile)
     assert not success
-    assert [r.success for r in requests] == [False] and requests[0].failure == INVALID[kind]
+    assert [r.success for r in requests] == [False] and requests[0].failure.label == INVALID[kind]
     assert usage.failure_category(requests) == INVALID[kind]
     if stage == "answer":
-        assert result.answer is None and result.error_kind == INVALID[kind]
+        assert result.answer is None and result.failure.label == INVALID[kind]
     if stage == "judge":
-        assert result.label is None and result.error_kind == INVALID[kind]
+        assert result.label is None and result.failure.label == INVALID[kind]
     if stage == "ingest":
         assert result.note_path is None
 
@@ -139,9 +139,9 @@ async def test_a_trickling_endpoint_is_stopped_by_the_wall_clock_budget(ingested
     hostile.rules = [Hostility(role=stage, kind="trickle", interval_s=0.2)]  # never a 600 s read timeout
     started = time.monotonic()
     success, result, requests = await _run(stage, ingested, config, copied_app, tmp_path, hostile, **{limit: 1.5})
-    assert not success and result.error_kind == kind and "1.5 s budget" in (getattr(result, "error", None) or result.answer)
+    assert not success and result.failure.label == kind and "1.5 s budget" in (result.failure.message or result.answer)
     assert time.monotonic() - started < 30 and len(requests) == 1 and not requests[0].success
-    assert requests[0].failure == "cancelled" and requests[0].frames  # cut off by the budget, where it was made
+    assert requests[0].failure.label == "cancelled" and requests[0].failure.frames  # cut off by the budget, where it was made
 
 
 async def test_an_answer_over_the_cap_is_kept_cut_and_marked_truncated(ingested, config, copied_app, tmp_path,
@@ -156,4 +156,4 @@ async def test_an_answer_over_the_cap_is_kept_cut_and_marked_truncated(ingested,
 async def test_a_judge_reply_over_the_cap_is_a_judge_gap(ingested, config, copied_app, tmp_path, hostile):
     hostile.rules = [Hostility(role="judge", kind="huge_answer", size=100_000)]
     success, result, _ = await _run("judge", ingested, config, copied_app, tmp_path, hostile)
-    assert not success and result.label is None and result.error_kind == "reply too large"
+    assert not success and result.label is None and result.failure.label == "reply too large"

@@ -91,12 +91,12 @@ async def test_the_error_line_of_a_failed_request_has_the_runner_frames_that_mad
     requests = await _failed_step(stage, ingested, user)
     [line] = read_lines(user.run.errors, ErrorLine)
     [failed] = [r for r in requests if not r.success]
-    assert failed.failure == FAILURES[fault]
-    files = [frame.file for frame in line.frames]
+    assert failed.failure.label == FAILURES[fault]
+    files = [frame.file for frame in line.failure.frames]
     assert f"tasks/{stage}.py" in files and DOMAIN[stage] in files
     assert files.index(f"tasks/{stage}.py") < files.index(DOMAIN[stage])  # outermost first
     assert all(not f.startswith("/") and "site-packages" not in f for f in files)  # runner code only
-    assert line.frames == failed.frames  # the frames of the failing request, also in the step's record
+    assert line.failure.frames == failed.failure.frames  # the frames of the failing request, also in the step's record
 
 
 async def test_a_request_cancelled_by_the_answer_budget_is_kept_as_a_failed_request(ingested, sim, user_for):
@@ -109,7 +109,7 @@ async def test_a_request_cancelled_by_the_answer_budget_is_kept_as_a_failed_requ
     assert len(requests) == len(sim.requests) >= 2  # every request the endpoint saw is accounted for
     *answered, cancelled = requests
     assert all(r.success for r in answered)
-    assert (cancelled.success, cancelled.failure, cancelled.status) == (False, "cancelled", None)
+    assert (cancelled.success, cancelled.failure.label, cancelled.status) == (False, "cancelled", None)
     assert cancelled.total_tokens is None and cancelled.finished_at >= cancelled.started_at
     [line] = read_lines(user.run.errors, ErrorLine)
-    assert line.error_type == "answer budget exceeded" and DOMAIN["answer"] in [f.file for f in line.frames]
+    assert line.failure.label == "answer budget exceeded" and DOMAIN["answer"] in [f.file for f in line.failure.frames]

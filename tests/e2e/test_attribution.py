@@ -54,5 +54,5 @@ def test_a_failed_attribution_is_one_error_line_and_the_question_stays_scored(sa
     assert code == 0 and s.scored == 1 and not s.gaps
     assert (s.evidence.attributed, s.evidence.unattributed) == (0, 1)
     [line] = errors(run)
-    assert (line.stage, line.question_id, line.error_type) == ("judge", "0_q_1", "ValueError")
+    assert (line.stage, line.question_id, line.failure.label) == ("judge", "0_q_1", "ValueError")
     assert not run.user(0).question("0_q_1").attribution.exists()

@@ -124,7 +124,7 @@ def _check_outcomes(run: RunDir, dataset: Path, reasons: tuple[str, ...]) -> Non
     logged = read_lines(run.errors, records.ErrorLine)
     assert logged and all(line.stage in ("ingest", "answer", "judge") for line in logged)
     assert {e.id for e in logged} >= {read_record(run.user(selected[q]).question(q).error,
-                                                       records.ErrorFile).error_id for q in gaps} - {None}
+                                                       records.ErrorFile).failure.error_id for q in gaps} - {None}
 
 
 @pytest.mark.parametrize("signame", ["KILL", "STOP"])

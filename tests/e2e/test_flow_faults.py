@@ -48,12 +48,12 @@ def test_a_failed_session_ends_only_that_users_history(faulty_run):
     attempts = [r for r in requests if r.role == "ingest" and "session_id=1_2 date=" in json.dumps(r.body)]
     assert [r.status for r in attempts] == [500]  # one HTTP attempt through ReMe's job, its wrapper and model
     failed = read_record(user.session("1_2"), SessionFile)
-    assert not failed.success and failed.error_kind == "HTTP 500" and failed.error_id == ingest_error.id
+    assert not failed.success and failed.failure.label == "HTTP 500" and failed.failure.error_id == ingest_error.id
     assert failed.answer and "500" in failed.answer  # ReMe's error message, kept as the reason
     for qid in ("1_q_1", "1_q_2", "1_q_3"):
         q = user.question(qid)
         gap = read_record(q.error, ErrorFile)
-        assert (gap.stage, gap.reason, gap.error_id) == ("history", "ingest failed: HTTP 500", ingest_error.id)
+        assert (gap.stage, gap.reason, gap.failure.error_id) == ("history", "ingest failed: HTTP 500", ingest_error.id)
         assert q.job.exists() and not q.answer_response.exists()
     assert not [r for r in requests if r.role == "answer" and "我去" in str(r.body)]  # user 1 never answered
     assert run.user(0).memory_usage.exists()
@@ -65,10 +65,10 @@ def test_an_index_failure_blocks_only_that_users_questions(faulty_run):
     assert len(list(user.sessions.glob("*.json"))) == 4 and not user.memory_usage.exists()
     index = read_record(user.index_response, IndexResponseFile)
     [index_error] = [e for e in errors(run) if e.stage == "index"]
-    assert not index.success and index.error_id == index_error.id and "disk full" in index_error.reason
+    assert not index.success and index.failure.error_id == index_error.id and "disk full" in index_error.failure.message
     for qid in ("2_q_1", "2_q_2", "2_q_3"):
         gap = read_record(user.question(qid).error, ErrorFile)
-        assert (gap.stage, gap.reason, gap.error_id) == ("index", "OSError", index_error.id)
+        assert (gap.stage, gap.reason, gap.failure.error_id) == ("index", "OSError", index_error.id)
 
 
 def test_a_failed_answer_is_an_answer_gap_after_exactly_one_attempt(faulty_run):
@@ -79,8 +79,8 @@ def test_a_failed_answer_is_an_answer_gap_after_exactly_one_attempt(faulty_run):
     response = read_record(q.answer_response, AnswerResponseFile)
     assert response.response is not None and not response.response.success
     gap = read_record(q.error, ErrorFile)
-    assert (gap.stage, gap.reason) == ("answer", "HTTP 401") and gap.error_id in {e.id for e in errors(run)}
-    assert "Incorrect API key provided: " in gap.detail and "[redacted]" in gap.detail
+    assert (gap.stage, gap.reason) == ("answer", "HTTP 401") and gap.failure.error_id in {e.id for e in errors(run)}
+    assert "Incorrect API key provided: " in gap.failure.message and "[redacted]" in gap.failure.message
     assert not q.judgment.exists() and not q.metrics.exists()
 
 
@@ -278,8 +278,8 @@ def test_a_judge_reply_giving_both_verdicts_is_a_judge_gap_of_its_own_kind(sampl
     assert (judgment.success, judgment.label, judgment.decided_by) == (False, None, "words")
     gap = read_record(ambiguous.error, ErrorFile)
     assert (gap.stage, gap.reason) == ("judge", "ambiguous judge reply") and not ambiguous.metrics.exists()
-    [line] = [e for e in errors(run) if e.id == gap.error_id]
-    assert line.error_type == "ambiguous judge reply"
+    [line] = [e for e in errors(run) if e.id == gap.failure.error_id]
+    assert line.failure.label == "ambiguous judge reply"
     assert read_record(negated.judgment, JudgmentFile).label == "WRONG"
     s = summary(run)
     assert s.gaps == {"judge": {"ambiguous judge reply": 1}} and s.scored == s.expected - 1

@@ -172,5 +172,5 @@ def test_a_report_that_cannot_be_written_is_a_cleanup_error(baseline_run, tmp_pa
     assert not written and after.cleanup_error_count == before.cleanup_error_count + 1
     assert summary(copy).cleanup_error_count == after.cleanup_error_count
     [line] = [e for e in read_lines(copy.cleanup_errors, ErrorLine)
-              if "disagree" in e.reason] or [None]
+              if "disagree" in e.failure.message] or [None]
     assert line is not None and line.stage == "cleanup"

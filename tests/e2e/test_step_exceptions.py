@@ -32,7 +32,7 @@ def _outcomes(run: RunDir) -> dict[str, tuple[str, str] | str]:
             found[qid] = "scored"
         elif paths.error.exists():
             gap = read_record(paths.error, ErrorFile)
-            assert gap.error_id in {e.id for e in errors(run)}, f"{qid}: its gap names no errors.jsonl line"
+            assert gap.failure.error_id in {e.id for e in errors(run)}, f"{qid}: its gap names no errors.jsonl line"
             found[qid] = (gap.stage, gap.reason)
     return found
 
@@ -47,7 +47,7 @@ def _one_failure_per_stage(code, run, reason, error_type):
     """The run scored nothing, each stage's injected failure is its gap and one errors.jsonl line."""
     assert code == 4  # no question was scored
     assert _outcomes(run) == _expected(reason)
-    failed = [e for e in errors(run) if e.error_type == error_type]
+    failed = [e for e in errors(run) if e.failure.label == error_type]
     assert sorted((e.stage, e.session_id or e.question_id or str(e.user_id)) for e in failed) == [
         ("answer", "0_q_1"), ("index", "2"), ("ingest", "1_2"), ("judge", "0_q_2"), ("judge", "0_q_3")]
     return failed
@@ -95,7 +95,7 @@ def test_any_exception_inside_a_step_is_its_gap_with_its_true_reason(sim, sample
         Dashboard.task_files, lambda self, title, paths: title.startswith("session 1_2 ")))
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out")
     failed = _one_failure_per_stage(code, run, "RuntimeError", "RuntimeError")
-    assert all(e.frames and "injected" in e.reason for e in failed)
+    assert all(e.failure.frames and "injected" in e.failure.message for e in failed)
 
 
 def _user_of_index() -> int:
@@ -139,4 +139,4 @@ def test_a_failed_question_cancels_its_running_siblings_before_the_memory_closes
     assert user_id == 0 and len(sim.requests) == requests_at_close  # nothing was asked after the memory closed
     assert not [r for r in sim.requests if r.role == "judge"]
     [run_error] = [e for e in errors(run) if e.stage == "run"]
-    assert run_error.error_type == "RuntimeError" and "outside its steps" in run_error.reason
+    assert run_error.failure.label == "RuntimeError" and "outside its steps" in run_error.failure.message

@@ -55,7 +55,7 @@ async def test_failures_are_judge_gaps_not_zero(sim, kind, reason):
         judgment = await judge_answer(QUESTION, "red", model, CONFIG.judge.rubric)
     finally:
         await close_chat_model(model)
-    assert not judgment.success and judgment.label is None and reason in judgment.error
+    assert not judgment.success and judgment.label is None and reason in judgment.failure.message
     assert len(sim.requests) == 1
 
 
@@ -68,12 +68,12 @@ async def test_failures_are_judge_gaps_not_zero(sim, kind, reason):
 async def test_a_reply_in_words_is_read_or_is_a_judge_gap_of_its_kind(sim, reply, label, kind, decided_by):
     sim.faults = [FaultRule(role="judge", contains="", kind="text", text=reply)]
     judgment, _ = await _judge(sim, "The colour is red.")
-    assert (judgment.success, judgment.label, judgment.error_kind, judgment.decided_by) == (
+    assert (judgment.success, judgment.label, judgment.failure and judgment.failure.label, judgment.decided_by) == (
         label is not None, label, kind, decided_by)
     assert judgment.raw_reply == reply and len(sim.requests) == 1
     if kind == "ambiguous judge reply":
-        assert judgment.error == ("the judge's reply has no JSON label and its words give both verdicts, "
-                                  "CORRECT and WRONG")
+        assert judgment.failure.message == ("the judge's reply has no JSON label and its words give both "
+                                            "verdicts, CORRECT and WRONG")
 
 
 def test_judge_settings_are_a_credential_free_whitelist():

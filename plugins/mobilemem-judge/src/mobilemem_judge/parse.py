@@ -29,11 +29,12 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from mobilemem.errors import FailureKind
 from mobilemem.records import DecidedBy, Label
 
 PARSER_VERSION = 2  # 2: negations, and words giving both verdicts are a gap
-UNPARSEABLE = "unparseable reply"
-AMBIGUOUS = "ambiguous judge reply"
+UNPARSEABLE = FailureKind.UNPARSEABLE
+AMBIGUOUS = FailureKind.AMBIGUOUS
 _DECODER = json.JSONDecoder()
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _NEGATOR = r"(?:not|never|no|nothing|neither|nor|cannot|\w+n['’]t)"

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mobilemem.config import CandidateKind
 from mobilemem.dataset import CandidateQuestion, CandidateSession
-from mobilemem.records import AnswerResponse
+from mobilemem.records import AnswerResponse, Failure
 
 
 class IngestResponse(BaseModel):
@@ -22,7 +22,7 @@ class IngestResponse(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     success: bool
     answer: str
-    error_kind: str | None = None  # "interrupted" when the memory agent's reply was cut short
+    failure: Failure | None = None  # its kind ("interrupted": the memory agent's reply was cut short)
     note_path: str | None = None
     trajectory_path: str | None = None  # the memory agent's native state that ReMe dumped
     created: bool | None = None

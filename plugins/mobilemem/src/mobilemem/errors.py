@@ -12,6 +12,10 @@
 Outside it: `images.ImageProblem` (one image reference or file that cannot be used) and
 `transport.IncompleteCompletion` (an httpx protocol error, so the openai client treats it as one).
 
+`FailureKind` is the closed list of what can fail, and `failure_kinds()` the one table from an
+exception class to its kind (`failure_kind`); `failure_label` is the short category a failure is
+counted under ('HTTP 500', 'timeout', or an unexpected exception's class name).
+
 `error_record(exc, stage=..., ...)` turns any exception into an `ErrorLine`: a sanitized reason
 and the (file, line, function) of each stack frame, never frame locals. `sanitize` scrubs API keys,
 Authorization headers, credentials in URLs and base64 payloads out of any text.
@@ -27,8 +31,10 @@ that made a failed request, whose exception a library may have turned into a val
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import json
 import re
 import sysconfig
 import threading
@@ -36,6 +42,7 @@ import traceback
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +68,70 @@ class DatasetError(MobilememError):
         count = len(self.problems)
         header = f"the dataset cannot be evaluated: {count} problem{'s' if count != 1 else ''}"
         super().__init__("\n".join([header, *self.problems]))
+
+
+class FailureKind(StrEnum):
+    """Every kind of failure a step, a request or a candidate records: closed."""
+
+    TIMEOUT = "timeout"  # a request's or a session's or a judgment's time ran out
+    HTTP_STATUS = "HTTP status"  # an error status: labelled "HTTP <status>"
+    CONNECTION = "connection error"
+    MALFORMED = "malformed response"
+    BROKEN_STREAM = "broken stream"
+    CANCELLED = "cancelled"  # a request cut short by a cancellation
+    INTERRUPTED = "interrupted"  # an agent's reply cut short
+    ANSWER_BUDGET = "answer budget exceeded"
+    REPLY_TOO_LARGE = "reply too large"
+    UNPARSEABLE = "unparseable reply"
+    AMBIGUOUS = "ambiguous judge reply"
+    JOB_FAILED = "ReMe job failed"
+    FAILED = "failed"  # a step that said it failed without saying how
+    WRITE_ERROR = "write error"
+    NOT_RUN = "not run"
+    EXCEPTION = "exception"  # anything else raised: labelled by its class name
+
+
+@functools.cache
+def failure_kinds() -> tuple[tuple[type[BaseException], FailureKind], ...]:
+    """The one map from an exception to its kind, first match wins (a subclass before its base:
+    openai.APITimeoutError is an APIConnectionError); anything else is FailureKind.EXCEPTION. Built
+    on first use: the records import this module, and openai takes a second to import."""
+    import httpx
+    import openai
+
+    return (
+        (asyncio.CancelledError, FailureKind.CANCELLED),
+        (openai.APITimeoutError, FailureKind.TIMEOUT),
+        (httpx.TimeoutException, FailureKind.TIMEOUT),
+        (openai.APIStatusError, FailureKind.HTTP_STATUS),
+        (openai.APIConnectionError, FailureKind.CONNECTION),
+        (httpx.TransportError, FailureKind.CONNECTION),
+        (openai.APIResponseValidationError, FailureKind.MALFORMED),
+        (json.JSONDecodeError, FailureKind.MALFORMED),
+    )
+
+
+def kind_of(cls: type[BaseException]) -> FailureKind:
+    """The kind of a failure that raised an exception of class `cls` (failure_kinds)."""
+    return next((kind for known, kind in failure_kinds() if issubclass(cls, known)), FailureKind.EXCEPTION)
+
+
+def failure_kind(exc: BaseException) -> FailureKind:
+    return kind_of(type(exc))
+
+
+def kind_label(kind: FailureKind, *, status: int | None = None, exception: str | None = None) -> str:
+    """The short category a failure is counted under: the kind, an HTTP status, an exception's class."""
+    if kind is FailureKind.HTTP_STATUS and status is not None:
+        return f"HTTP {status}"
+    if kind is FailureKind.EXCEPTION and exception:
+        return exception
+    return kind.value
+
+
+def failure_label(exc: BaseException) -> str:
+    """kind_label of the failure that raised `exc`: 'timeout', 'HTTP 500', 'OSError', ..."""
+    return kind_label(failure_kind(exc), status=getattr(exc, "status_code", None), exception=type(exc).__name__)
 
 
 REDACTED = "[redacted]"
@@ -182,9 +253,10 @@ def failure_record(
     image_paths: Iterable[str] = (),
     frames: Iterable[StackFrame | Frame] = (),
 ) -> ErrorLine:
-    """The errors.jsonl record of DESIGN §8 for a failure (the reason is sanitized here); `frames`
-    are where it happened: for a failed model request, the frames the usage recorder kept."""
-    from mobilemem.records import ErrorLine, StackFrame
+    """The errors.jsonl record of DESIGN §8 for a failure counted under `error_type` (its label: 'HTTP
+    500', 'timeout', an exception's class; the reason is sanitized here); `frames` are where it
+    happened: for a failed model request, the frames the usage recorder kept."""
+    from mobilemem.records import ErrorLine, Failure, StackFrame
 
     return ErrorLine(
         id=uuid.uuid4().hex,
@@ -194,13 +266,13 @@ def failure_record(
         session_id=session_id,
         question_id=question_id,
         image_paths=list(image_paths),
-        error_type=error_type,
-        reason=sanitize(reason),
-        frames=[f if isinstance(f, StackFrame) else StackFrame(file=f[0], line=f[1], function=f[2]) for f in frames],
+        failure=Failure.of_label(error_type, message=sanitize(reason), frames=[
+            f if isinstance(f, StackFrame) else StackFrame(file=f[0], line=f[1], function=f[2]) for f in frames]),
     )
 
 
 def error_record(exc: BaseException, *, stage: ErrorStage, **ids) -> ErrorLine:
-    """Turn an exception into the errors.jsonl record of DESIGN §8 (no frame locals)."""
+    """Turn an exception into the errors.jsonl record of DESIGN §8 (no frame locals); it is counted
+    under the exception's class, whatever its kind."""
     return failure_record(stage=stage, error_type=type(exc).__name__, reason=describe(exc), frames=_frames(exc),
                           **ids)

@@ -7,6 +7,9 @@ ones) and `JUDGE_MODEL_NAME` for the judge. Every credential is registered with 
 `build_chat_model` sets zero retries at every layer (openai client, AgentScope model; the agent's
 `ModelConfig` defaults to 0 and gets no fallback model), the per-request timeout, and an httpx
 client whose `RecordingTransport` observes every exchange for the usage policy.
+
+`within_budget` is the one budgeted model call of the plugins (a ReMe job, a baseline's request, a
+judgment): its wall-clock budget, a cancellation a library swallowed, a failed call, as one `Failure`.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,10 +28,13 @@ from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from mobilemem import usage
 from mobilemem.config import CandidatePreset, Config, RequestPreset
-from mobilemem.errors import ConfigError, register_secret
+from mobilemem.errors import ConfigError, FailureKind, describe, failure_label, register_secret
+from mobilemem.records import Failure, ObservedRequest
 from mobilemem.transport import RecordingTransport
 
+T = TypeVar("T")
 Role = Literal["candidate", "judge"]
 SIMULATED_KEY = "simulated-key"
 # What a failed model call raises below the agent: HTTP status, connection, timeout, and a body
@@ -111,17 +117,36 @@ def raise_if_cancelled() -> None:
         raise asyncio.CancelledError
 
 
-def failure_kind(exc: BaseException) -> str:
-    """A short category of a failed model call, for gap counts: 'HTTP 500', 'timeout', ..."""
-    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
-        return "timeout"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}"
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return "connection error"
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
-        return "malformed response"
-    return type(exc).__name__
+async def within_budget(call: Callable[[], Awaitable[T]], budget_s: float | None, *, what: str,
+                        over: FailureKind, interrupted: str | None = None,
+                        model_errors: bool = False) -> tuple[T | None, Failure | None, list[ObservedRequest]]:
+    """`call()` in its own usage scope, bounded by `budget_s` of wall clock: (its result, None, its
+    requests), or (None, the failure, its requests) when the budget ran out (kind `over`), when a
+    library swallowed a cancellation into an interrupted reply (`interrupted`: the message; None lets
+    the CancelledError through) or, with `model_errors`, when a model call failed. The run's own
+    interruption always propagates."""
+    with usage.scope() as own:
+        try:
+            async with asyncio.timeout(budget_s) as budget:
+                result = await call()
+            if budget.expired():  # a library swallowed the budget's cancellation
+                raise TimeoutError
+            raise_if_cancelled()
+        except TimeoutError:
+            spent = f"exceeded its {budget_s:g} s budget" if budget_s is not None else "timed out"
+            return None, Failure(kind=over, message=f"the {what} {spent}"), own.requests
+        except asyncio.CancelledError:
+            raise_if_cancelled()  # the run is being interrupted: not a failure of this call
+            if interrupted is None:
+                raise
+            return None, Failure(kind=FailureKind.INTERRUPTED, message=interrupted), own.requests
+        except MODEL_CALL_ERRORS as exc:
+            if not model_errors:
+                raise
+            raise_if_cancelled()  # a request cut short by an interrupt is not a failure
+            kind = usage.failure_category(own.requests) or failure_label(exc)  # the transport saw the exchange
+            return None, Failure.of_label(kind, message=describe(exc)), own.requests
+    return result, None, own.requests
 
 
 async def reply_text(model: ChatModelBase, content: list) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mobilemem.errors import FailureKind
 from mobilemem.response_rewrite import int_or_none
 
 _MAX_JSON_BODY = 64 * 1024 * 1024
@@ -74,11 +75,11 @@ class BodyParser:
     def problem(self) -> tuple[str, str] | None:
         """(reason, category) when a completely read body is not a complete, valid chat completion."""
         if self.malformed:
-            return "the response body is not valid JSON", "malformed response"
+            return "the response body is not valid JSON", FailureKind.MALFORMED
         if self.streamed and not (self.done or self.finish_reason):
-            return "the stream ended without a finish reason or [DONE]", "broken stream"
+            return "the stream ended without a finish reason or [DONE]", FailureKind.BROKEN_STREAM
         if not self.streamed and not self.completion:
-            return "the response body is not a chat completion", "malformed response"
+            return "the response body is not a chat completion", FailureKind.MALFORMED
         return None
 
     def counters(self) -> dict[str, int | None]:

@@ -165,7 +165,7 @@ def find_answer(source: EarlierRun, user_id: int, question_id: str, fingerprint:
     try:
         record = source.reader.maybe(q.answer_response, AnswerResponseFile)
         ok = record is not None and record.response is not None and record.response.success and \
-            record.error_id is None and record.answer_fingerprint == fingerprint
+            record.failure is None and record.answer_fingerprint == fingerprint
         if ok:
             source.reader.read(q.job, JobFile)
     except DamagedFile as exc:

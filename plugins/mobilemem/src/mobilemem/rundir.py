@@ -266,7 +266,7 @@ def append_error(run: RunDir, line: ErrorLine) -> bool:
         append_line(run.cleanup_errors if line.stage == "cleanup" else run.errors, line)
     except (OSError, ValueError) as exc:  # ValueError: a field that cannot be encoded
         logging.getLogger(__name__).error("could not record error %s (%s: %s): %s", line.id, line.stage,
-                                          line.error_type, getattr(exc, "strerror", None) or exc)
+                                          line.failure.label, getattr(exc, "strerror", None) or exc)
         return False
     return True
 

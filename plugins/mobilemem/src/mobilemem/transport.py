@@ -35,11 +35,11 @@ from datetime import UTC, datetime
 
 import httpx
 
-from mobilemem.errors import Frame, caller_frames, describe
+from mobilemem.errors import FailureKind, Frame, caller_frames, describe, failure_label, kind_label
 from mobilemem.records import ObservedRequest
 from mobilemem.response_body import BodyParser
 from mobilemem.response_rewrite import Scrubber, StreamRewriter, secret_forms
-from mobilemem.usage import UsageScope, current_scope, stack_frames
+from mobilemem.usage import UsageScope, current_scope, request_failure
 
 _FORCED_TOOL = re.compile(rb'"tool_choice"\s*:\s*\{')
 _CANCELLED = "the request was cancelled in flight (a wall-clock budget or an interrupt)"
@@ -57,13 +57,7 @@ def _cancelling() -> bool:
 
 def _failure(exc: BaseException) -> tuple[str, str]:
     """(sanitized error, failure category) of an exchange that raised `exc`."""
-    if isinstance(exc, asyncio.CancelledError):
-        return _CANCELLED, "cancelled"
-    if isinstance(exc, httpx.TimeoutException):
-        return describe(exc), "timeout"
-    if isinstance(exc, httpx.TransportError):
-        return describe(exc), "connection error"
-    return describe(exc), type(exc).__name__
+    return (_CANCELLED if isinstance(exc, asyncio.CancelledError) else describe(exc)), failure_label(exc)
 
 
 class IncompleteCompletion(httpx.RemoteProtocolError):
@@ -154,17 +148,17 @@ class _PendingRecord:
     def _outcome(self) -> tuple[str | None, str | None]:
         """(error, failure category) of the exchange; (None, None) for a successful one."""
         if isinstance(self.error, IncompleteCompletion):
-            return describe(self.error), (self.parser.problem() or ("", "malformed response"))[1]
+            return describe(self.error), (self.parser.problem() or ("", FailureKind.MALFORMED))[1]
         if self.error is not None:
             return _failure(self.error)
         if not self.ok_status:
-            return f"HTTP {self.status}", f"HTTP {self.status}"
+            return f"HTTP {self.status}", kind_label(FailureKind.HTTP_STATUS, status=self.status)
         if self.parser.malformed:
-            return "the response body is not valid JSON", "malformed response"
+            return "the response body is not valid JSON", FailureKind.MALFORMED
         if not (self.eof or self.parser.done):
             if _cancelling():  # the caller was cancelled while it was not reading (between chunks)
-                return _CANCELLED, "cancelled"
-            return "the response body was not read completely", "broken stream"
+                return _CANCELLED, FailureKind.CANCELLED
+            return "the response body was not read completely", FailureKind.BROKEN_STREAM
         if self.validate and (problem := self.parser.problem()):
             return problem
         return None, None
@@ -182,8 +176,8 @@ class _PendingRecord:
         _file(self.target, ObservedRequest(
             started_at=self.started_at, finished_at=datetime.now(UTC), status=self.status, success=success,
             streamed=self.parser.streamed, compression=self.compression,
-            finish_reason=self.parser.finish_reason if success else None, error=error, failure=failure,
-            frames=stack_frames(self.frames or ()), **counters))
+            finish_reason=self.parser.finish_reason if success else None,
+            failure=request_failure(error, failure, self.frames or ()), **counters))
 
 
 def _file(target: UsageScope | None, record: ObservedRequest) -> None:
@@ -208,8 +202,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         except _FAILURES as exc:  # no response: refused, timed out, reset, or cancelled while waiting
             error, failure = _failure(exc)
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
-                                          success=False, streamed=False, compression=compression, error=error,
-                                          failure=failure, frames=stack_frames(caller_frames(__file__))))
+                                          success=False, streamed=False, compression=compression,
+                                          failure=request_failure(error, failure, caller_frames(__file__))))
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         validate = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from mobilemem.errors import Frame, caller_frames
-from mobilemem.records import ObservedRequest, StackFrame, Usage, UsageCounter
+from mobilemem.errors import FailureKind, Frame, caller_frames
+from mobilemem.records import Failure, ObservedRequest, StackFrame, Usage, UsageCounter
 
 COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "cached_tokens")
 
@@ -71,18 +71,25 @@ def model_turns(requests: Iterable[ObservedRequest]) -> list[ObservedRequest]:
 def failure_category(requests: Iterable[ObservedRequest]) -> str | None:
     """The category of the last failed request, if one failed ('HTTP 500', 'timeout', ...)."""
     failed = [r for r in requests if not r.success]
-    return (failed[-1].failure or "failed") if failed else None
+    return (failed[-1].failure.label if failed[-1].failure else FailureKind.FAILED) if failed else None
 
 
 def failure_frames(requests: Iterable[ObservedRequest]) -> list[StackFrame]:
     """Where the last failed request was made (the runner's frames), for a failure record; when no
     request failed (an unparseable reply, an error inside ReMe), where this is called from."""
-    failed = [r for r in requests if not r.success and r.frames]
-    return failed[-1].frames if failed else stack_frames(caller_frames(__file__))
+    failed = [r.failure.frames for r in requests if not r.success and r.failure and r.failure.frames]
+    return failed[-1] if failed else stack_frames(caller_frames(__file__))
 
 
 def stack_frames(frames: Iterable[Frame]) -> list[StackFrame]:
     return [StackFrame(file=file, line=line, function=function) for file, line, function in frames]
+
+
+def request_failure(error: str | None, category: str | None, frames: Iterable[Frame]) -> Failure | None:
+    """A failed exchange's failure: `category` its label ('HTTP 500', 'timeout', ...)."""
+    if error is None and category is None:
+        return None
+    return Failure.of_label(category or FailureKind.FAILED, message=error, frames=stack_frames(frames))
 
 
 def _counter(values: list[int | None], observed: int) -> UsageCounter:

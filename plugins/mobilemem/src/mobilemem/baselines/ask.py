@@ -4,45 +4,29 @@ preset's wall-clock budget and answer cap, and the same failure rules as the ReM
 
 from __future__ import annotations
 
-import asyncio
-
 from agentscope.model import ChatModelBase
 
 from mobilemem import usage
 from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
-from mobilemem.errors import describe
-from mobilemem.models import MODEL_CALL_ERRORS, failure_kind, raise_if_cancelled, reply_text
-from mobilemem.records import AnswerResponse, Retrieval
-
-
-def _failed(kind: str, reason: str, finished=None, retrieval: Retrieval | None = None) -> AnswerResponse:
-    return AnswerResponse(success=False, answer=None, finished_reason=finished, error_kind=kind, error=reason,
-                          retrieval=retrieval)
+from mobilemem.errors import FailureKind
+from mobilemem.models import reply_text, within_budget
+from mobilemem.records import AnswerResponse, Failure, Retrieval
 
 
 async def ask(model: ChatModelBase, content: list, preset: CandidatePreset,
               retrieval: Retrieval | None = None) -> AnswerResponse:
     """`content`: the user message's AgentScope blocks (text, and images for bm25-rag)."""
-    with usage.scope() as own:
-        try:
-            async with asyncio.timeout(preset.answer_timeout_s) as budget:
-                text = await reply_text(model, content)
-            if budget.expired():  # a library swallowed the budget's cancellation
-                raise TimeoutError
-        except TimeoutError:
-            return _failed("answer budget exceeded", f"the answer exceeded its {preset.answer_timeout_s:g} s budget",
-                           "interrupted", retrieval)
-        except asyncio.CancelledError:
-            raise_if_cancelled()  # the run is being interrupted: not a failure of this answer
-            return _failed("interrupted", "the answer request was interrupted", "interrupted", retrieval)
-        except MODEL_CALL_ERRORS as exc:
-            raise_if_cancelled()
-            return _failed(usage.failure_category(own.requests) or failure_kind(exc), describe(exc),
-                           retrieval=retrieval)
-    turns = usage.model_turns(own.requests)
-    if (failed := usage.failure_category(own.requests)) is not None:
-        return _failed(failed, f"the reply was read although its request failed ({failed})", retrieval=retrieval)
+    text, failure, requests = await within_budget(lambda: reply_text(model, content), preset.answer_timeout_s,
+                                                  what="answer", over=FailureKind.ANSWER_BUDGET,
+                                                  interrupted="the answer request was interrupted", model_errors=True)
+    if failure is None and (failed := usage.failure_category(requests)) is not None:
+        failure = Failure.of_label(failed, message=f"the reply was read although its request failed ({failed})")
+    if failure is not None or text is None:
+        cut_short = failure is not None and failure.kind in (FailureKind.ANSWER_BUDGET, FailureKind.INTERRUPTED)
+        return AnswerResponse(success=False, answer=None, finished_reason="interrupted" if cut_short else None,
+                              failure=failure, retrieval=retrieval)
+    turns = usage.model_turns(requests)
     answer, size = cap_answer(text, preset.max_answer_bytes)
     return AnswerResponse(success=True, answer=answer, finished_reason="completed", iterations=len(turns),
                           truncated=size is not None or (bool(turns) and turns[-1].finish_reason == "length"),

@@ -20,9 +20,11 @@ from mobilemem.records.base import (
     Timed,
 )
 from mobilemem.records.failures import (
+    Failure,
     StackFrame,
     ErrorLine,
     ErrorFile,
+    gap_failure,
 )
 from mobilemem.records.usage import (
     ObservedRequest,
@@ -102,6 +104,8 @@ __all__ = [
     "ErrorFile",
     "ErrorLine",
     "ErrorStage",
+    "Failure",
+    "gap_failure",
     "EvidenceCell",
     "EvidenceHit",
     "EvidenceSummary",

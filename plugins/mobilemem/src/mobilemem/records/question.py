@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mobilemem.records.base import FinishedReason, Label, DecidedBy, RecordBase, Timed
+from mobilemem.records.failures import Failure, v1_failure
 from mobilemem.records.retrieval import Retrieval
-from mobilemem.records.usage import ObservedRequest, Usage
+from mobilemem.records.usage import ObservedRequest, Usage, v1_requests
 
 
 class JobFile(RecordBase):
@@ -46,8 +47,7 @@ class AnswerResponse(BaseModel):
                                                            "answered with a tool error")
     trajectory_path: str | None = None
     retrieval: Retrieval | None = Field(default=None, description="bm25-rag: what was retrieved and sent")
-    error_kind: str | None = None
-    error: str | None = None
+    failure: Failure | None = Field(default=None, description="what the candidate reports of its failure")
 
 
 class AnswerResponseFile(Timed):
@@ -57,8 +57,19 @@ class AnswerResponseFile(Timed):
     usage: Usage
     requests: list[ObservedRequest]
     latency_s: float
-    error_id: str | None = None
+    failure: Failure | None = Field(default=None, description="the step's failure (its errors.jsonl line in error_id)")
     answer_fingerprint: str | None = Field(default=None, description="mobilemem.fingerprints: what produced it")
+
+    @classmethod
+    def _from_v1(cls, data: dict[str, Any]) -> dict[str, Any]:
+        response, error_id = data.get("response"), data.pop("error_id", None)
+        label = message = None
+        if isinstance(response, dict):
+            response = dict(response)
+            label, message = response.pop("error_kind", None), response.pop("error", None)
+            data["response"] = {**response, "failure": v1_failure(label, message, None)}
+        failure = v1_failure(label, message, error_id, default="exception") if error_id else None
+        return v1_requests({**data, "failure": failure})
 
 
 class JudgmentFile(Timed):
@@ -70,10 +81,14 @@ class JudgmentFile(Timed):
     raw_reply: str | None
     usage: Usage = Field(description="judge usage: never part of the run's totals")
     requests: list[ObservedRequest]
-    error_kind: str | None = None
-    error_id: str | None = None
-    error: str | None = None
+    failure: Failure | None = None
     judgment_fingerprint: str | None = Field(default=None, description="mobilemem_judge.fingerprint")
+
+    @classmethod
+    def _from_v1(cls, data: dict[str, Any]) -> dict[str, Any]:
+        failure = v1_failure(data.pop("error_kind", None), data.pop("error", None), data.pop("error_id", None),
+                             default="exception")
+        return v1_requests({**data, "failure": failure})
 
 
 class MetricsFile(RecordBase):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from mobilemem.records.failures import StackFrame
+from mobilemem.records.failures import Failure
 
 
 class ObservedRequest(BaseModel):
@@ -25,11 +25,24 @@ class ObservedRequest(BaseModel):
     total_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
-    error: str | None = None
-    failure: str | None = Field(default=None, description="category of a failed request: 'HTTP 500', 'timeout', "
-                                                          "'cancelled', ...")
-    frames: list[StackFrame] = Field(default_factory=list, description="a failed request only: the runner code "
-                                                                       "that made it (repository-relative)")
+    failure: Failure | None = Field(default=None, description="a failed request: its category ('HTTP 500', "
+                                                              "'timeout', 'cancelled', ...), what went wrong and "
+                                                              "the runner code that made it")
+
+
+def v1_requests(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 record's `requests` in this version's shape (error, failure, frames -> failure)."""
+    if "requests" in data and isinstance(data["requests"], list):
+        data["requests"] = [_v1_request(r) if isinstance(r, dict) else r for r in data["requests"]]
+    return data
+
+
+def _v1_request(request: dict[str, Any]) -> dict[str, Any]:
+    request = dict(request)
+    error, label, frames = request.pop("error", None), request.pop("failure", None), request.pop("frames", [])
+    if not request.get("success", True) or error is not None or label is not None:
+        request["failure"] = Failure.of_label(label or "failed", message=error, frames=frames).model_dump()
+    return request
 
 
 class UsageCounter(BaseModel):

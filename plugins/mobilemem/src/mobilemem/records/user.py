@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mobilemem.records.base import FinishedReason, RecordBase, Timed
-from mobilemem.records.usage import ObservedRequest, Usage
+from mobilemem.records.failures import Failure, v1_failure
+from mobilemem.records.usage import ObservedRequest, Usage, v1_requests
 
 
 class SessionFile(Timed):
@@ -20,9 +23,12 @@ class SessionFile(Timed):
     finished_reason: FinishedReason | None = None
     usage: Usage
     requests: list[ObservedRequest]
-    error_kind: str | None = None
-    error_id: str | None = None
-    error: str | None = None
+    failure: Failure | None = None
+
+    @classmethod
+    def _from_v1(cls, data: dict[str, Any]) -> dict[str, Any]:
+        failure = v1_failure(data.pop("error_kind", None), data.pop("error", None), data.pop("error_id", None))
+        return v1_requests({**data, "failure": failure})
 
 
 class IndexResponseFile(Timed):
@@ -31,8 +37,13 @@ class IndexResponseFile(Timed):
     documents: int = Field(default=0, description="files in ReMe's keyword index")
     chunks: int = Field(default=0, description="chunks in ReMe's keyword index")
     build_seconds: float | None = None
-    error_id: str | None = None
-    error: str | None = None
+    failure: Failure | None = None
+
+    @classmethod
+    def _from_v1(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # version 1 kept a failed build's category in its errors.jsonl line only; a build failed by raising
+        failure = v1_failure(None, data.pop("error", None), data.pop("error_id", None), default="exception")
+        return {**data, "failure": failure}
 
 
 MEMORY_PARTS = ("workspace", "sessions", "index-response.json")  # what of users/<uid>/ the memory is

@@ -19,9 +19,11 @@ from reme.application import Application
 from mobilemem import usage
 from mobilemem.candidate import IngestResponse
 from mobilemem.dataset import CandidateSession, CandidateTurn
+from mobilemem.errors import FailureKind
 from mobilemem.images import image_for_model
 from mobilemem.message_ids import message_id
-from mobilemem.models import raise_if_cancelled
+from mobilemem.models import within_budget
+from mobilemem.records import Failure
 
 log = logging.getLogger(__name__)
 
@@ -57,27 +59,22 @@ async def ingest_session(app: Application, session: CandidateSession, dataset_ro
     messages = await asyncio.to_thread(session_messages, session, dataset_root)
     states = _trajectories(app)
     before = set(states.glob("*.jsonl"))
-    try:
-        with usage.scope() as own:
-            async with asyncio.timeout(timeout_s) as budget:
-                response = await app.run_job("auto_memory", session_id=session.session_id, messages=messages,
-                                             date=session.event_start_time[:10], include_images=True)
-        if budget.expired():  # a library swallowed the budget's cancellation
-            raise TimeoutError
-    except TimeoutError:
-        return IngestResponse(success=False, answer=f"the session exceeded its {timeout_s:g} s budget",
-                              error_kind="timeout")
-    except asyncio.CancelledError:
-        raise_if_cancelled()  # the run is being interrupted: not a failure of this session
-        return IngestResponse(success=False, answer="the memory agent's reply was interrupted",
-                              error_kind="interrupted")
-    if response.success and (failed := usage.failure_category(own.requests)) is not None:
-        return IngestResponse(success=False, error_kind=failed,
+    response, failure, requests = await within_budget(
+        lambda: app.run_job("auto_memory", session_id=session.session_id, messages=messages,
+                            date=session.event_start_time[:10], include_images=True),
+        timeout_s, what="session", over=FailureKind.TIMEOUT, interrupted="the memory agent's reply was interrupted")
+    if failure is not None or response is None:
+        return IngestResponse(success=False, answer=failure.message if failure else "failed", failure=failure)
+    failed = usage.failure_category(requests)
+    if response.success and failed is not None:
+        return IngestResponse(success=False, failure=Failure.of_label(failed),
                               answer=f"the memory was written although one of its requests failed ({failed})")
     metadata = response.metadata
     log.debug("session %s: success=%s note=%s", session.session_id, response.success, metadata.get("path"))
     dumped = sorted(p.relative_to(states.parents[1]).as_posix() for p in set(states.glob("*.jsonl")) - before)
-    return IngestResponse(success=response.success, answer=str(response.answer or ""),
+    answer = str(response.answer or "")
+    failure = None if response.success else Failure.of_label(failed or FailureKind.JOB_FAILED, message=answer or None)
+    return IngestResponse(success=response.success, answer=answer, failure=failure,
                           note_path=metadata.get("path"), created=metadata.get("created"),
                           modified=metadata.get("modified"), trajectory_path=dumped[0] if len(dumped) == 1 else None)
 
