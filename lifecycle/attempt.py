@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mobilemem import usage
-from mobilemem.errors import FailureKind, error_record, failure_record
+from mobilemem.errors import error_record, failure_record
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import ErrorLine, ErrorStage, Failure, ObservedRequest, Usage
 from mobilemem.rundir import append_error

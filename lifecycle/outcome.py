@@ -16,7 +16,8 @@ from prefect.client.schemas.objects import StateType
 from prefect.states import Cancelled, Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
-from mobilemem.errors import FailureKind, sanitize
+from mobilemem.errors import sanitize
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import GapStage, SummaryFile
 from lifecycle.orchestration import mark_started, start_patiently
 

@@ -11,7 +11,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem.dataset import CandidateSession
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import Failure, SessionFile
 from lifecycle.attempt import attempt

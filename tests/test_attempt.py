@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from mobilemem.config import load_config
 from mobilemem.disk import DiskGuard
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.records import ErrorLine, Failure
 from mobilemem.rundir import RunDir, read_lines

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from conftest import ROOT
-from mobilemem.errors import FailureKind, failure_kinds, failure_label, kind_of
+from mobilemem.failure_kinds import FailureKind, failure_kinds, failure_label, kind_of
 
 K = FailureKind
 PINNED: dict[type[BaseException], FailureKind] = {

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from e2e.runs import LINES, RECORDS
 from mobilemem import records
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import ErrorFile, ErrorLine, JobFile, SessionFile, SummaryFile
 from mobilemem.run_reader import DamagedFile, RunReader
 from mobilemem.summary import summarize_run
@@ -87,7 +87,7 @@ def v1_copy(tmp_path):
 
 
 def test_a_v1_run_is_summarized_reported_and_compared_with_the_same_figures(v1_copy, capsys):
-    from flows.mobilemem import main
+    from cli import main
 
     before = json.loads((v1_copy / "summary.json").read_text())
     assert main(["summarize", str(v1_copy)]) == 0

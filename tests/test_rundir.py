@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mobilemem.errors import ConfigError, FailureKind
+from mobilemem.errors import ConfigError
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import ErrorLine, Failure, JobFile
 from mobilemem.rundir import RunDir, append_error, model_dir_name, read_lines, read_record, write_record
 

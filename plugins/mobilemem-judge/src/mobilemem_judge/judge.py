@@ -13,7 +13,7 @@ from agentscope.model import ChatModelBase
 from pydantic import BaseModel, ConfigDict
 
 from mobilemem.dataset import JudgeQuestion
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import reply_text, within_budget
 from mobilemem.records import DecidedBy, Failure, Label
 from mobilemem_judge.parse import AMBIGUOUS, UNPARSEABLE, parse_label

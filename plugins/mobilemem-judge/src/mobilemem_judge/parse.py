@@ -29,7 +29,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import DecidedBy, Label
 
 PARSER_VERSION = 2  # 2: negations, and words giving both verdicts are a gap

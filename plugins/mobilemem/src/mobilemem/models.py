@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem import usage
 from mobilemem.config import CandidatePreset, Config, RequestPreset
-from mobilemem.errors import ConfigError, FailureKind, describe, failure_label, register_secret
+from mobilemem.errors import ConfigError, describe, register_secret
+from mobilemem.failure_kinds import FailureKind, failure_label
 from mobilemem.records import Failure, ObservedRequest
 from mobilemem.transport import RecordingTransport
 

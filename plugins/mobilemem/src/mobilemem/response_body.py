@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.response_rewrite import int_or_none
 
 _MAX_JSON_BODY = 64 * 1024 * 1024

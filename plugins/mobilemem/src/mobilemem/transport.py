@@ -35,7 +35,8 @@ from datetime import UTC, datetime
 
 import httpx
 
-from mobilemem.errors import FailureKind, Frame, caller_frames, describe, failure_label, kind_label
+from mobilemem.errors import Frame, caller_frames, describe
+from mobilemem.failure_kinds import FailureKind, failure_label, kind_label
 from mobilemem.records import ObservedRequest
 from mobilemem.response_body import BodyParser
 from mobilemem.response_rewrite import Scrubber, StreamRewriter, secret_forms

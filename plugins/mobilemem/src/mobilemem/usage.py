@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from mobilemem.errors import FailureKind, Frame, caller_frames
+from mobilemem.errors import Frame, caller_frames
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import Failure, ObservedRequest, StackFrame, Usage, UsageCounter
 
 COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "cached_tokens")

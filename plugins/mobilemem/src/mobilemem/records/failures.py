@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from mobilemem.errors import FailureKind, kind_label
+from mobilemem.failure_kinds import FailureKind, kind_label
 from mobilemem.records.base import ErrorStage, GapStage, RecordBase
 
 _HTTP = re.compile(r"HTTP (\d{3})")

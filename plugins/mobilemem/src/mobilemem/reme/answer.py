@@ -15,7 +15,7 @@ from mobilemem import usage
 from mobilemem.candidate import cap_answer
 from mobilemem.config import CandidatePreset
 from mobilemem.dataset import CandidateQuestion
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import within_budget
 from mobilemem.records import AnswerResponse, Failure, ToolCallRecord
 

@@ -19,7 +19,7 @@ from reme.application import Application
 from mobilemem import usage
 from mobilemem.candidate import IngestResponse
 from mobilemem.dataset import CandidateSession, CandidateTurn
-from mobilemem.errors import FailureKind
+from mobilemem.failure_kinds import FailureKind
 from mobilemem.images import image_for_model
 from mobilemem.message_ids import message_id
 from mobilemem.models import within_budget
