@@ -120,3 +120,24 @@ def test_no_known_count_is_a_null_mean(tmp_path, requests):
     _answer(run, "0_q_1", [unknown])
     per_question = summarize_run(run.root)[0].usage.mean_tokens_per_question
     assert (per_question.value, per_question.tokens) == (None, None) and per_question.known == 0
+
+
+def test_each_users_cost_is_summarized_once_for_the_report(tmp_path, requests):
+    known, other, unknown = requests
+    run = RunDir(tmp_path / "run")
+    _plan(run, [0, 1, 2], ["0_q_1", "1_q_1", "2_q_1"])
+    _session(run, 0, [known])
+    _session(run, 1, [other])
+    _session(run, 2, [known])
+    _answer(run, "0_q_1", [other])
+    _answer(run, "1_q_1", [known, unknown])  # reported no usage: user 1's answer cost is unknown
+    _answer(run, "2_q_1", [known])
+    run.user(2).session("2_1").write_text('{"truncated', encoding="utf-8")  # user 2's memory cost is unknown
+
+    summary = summarize_run(run.root)[0]
+    assert [(u.user_id, u.sessions, u.memory_tokens, u.answer_tokens, u.reused) for u in summary.usage.users] == [
+        (0, 1, known.total_tokens, other.total_tokens, False),
+        (1, 1, other.total_tokens, None, False),
+        (2, 1, None, known.total_tokens, False)]
+    assert [line.split(":")[0] for line in summary.damaged] == ["users/2/sessions/2_1.json"]
+    assert summary.usage.mean_tokens_per_user.value == known.total_tokens + other.total_tokens  # user 0 alone

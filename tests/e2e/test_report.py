@@ -127,6 +127,33 @@ def test_gaps_are_reported_by_stage_and_no_secret_is_in_the_report(faulty_run):
     assert details[judge_q.question_id]["prediction"]  # answered, then the judgment failed
 
 
+def _user_rows(html: str) -> list[tuple[str, ...]]:
+    table = html[html.index('<table class="plain users">'):]
+    table = table[:table.index("</table>")]
+    return [tuple(re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S))
+            for row in re.findall(r"<tr>(<td.*?)</tr>", table, re.S)]
+
+
+def test_the_per_user_cost_is_summary_json_s_never_recomputed(baseline_run, tmp_path):
+    _, run, _, _ = baseline_run
+    users = summary(run).usage.users
+    assert users and all(u.memory_tokens and u.answer_tokens for u in users)
+    assert _user_rows((run.root / "report.html").read_text(encoding="utf-8")) == [
+        (str(u.user_id), str(u.sessions), f"{u.memory_tokens:,}", f"{u.answer_tokens:,}") for u in users]
+    copy = tmp_path / "run"
+    shutil.copytree(run.root, copy)
+    edited = json.loads((copy / "summary.json").read_text(encoding="utf-8"))
+    edited["usage"]["users"][0] |= {"memory_tokens": 1234567, "answer_tokens": None}
+    (copy / "summary.json").write_text(json.dumps(edited), encoding="utf-8")
+    assert main(["report", str(copy)]) == 0
+    assert _user_rows((copy / "report.html").read_text(encoding="utf-8"))[0][2:] == ("1,234,567", "unknown")
+    edited["usage"]["users"] = None  # a summary.json from before the per-user cost
+    (copy / "summary.json").write_text(json.dumps(edited), encoding="utf-8")
+    assert main(["report", str(copy)]) == 0
+    html = (copy / "report.html").read_text(encoding="utf-8")
+    assert 'id="no-user-cost"' in html and '<table class="plain users">' not in html
+
+
 def test_report_command_rewrites_the_same_page(baseline_run, tmp_path, capsys):
     _, run, _, _ = baseline_run
     copy = tmp_path / "run"

@@ -45,6 +45,7 @@ from mobilemem.records import (
     SessionFile,
     SummaryFile,
     UsageSummary,
+    UserUsage,
 )
 from mobilemem.run_reader import RunReader
 from mobilemem.usage import known_tokens, summarize
@@ -156,8 +157,17 @@ def _session_requests(reader: RunReader, user_id: int) -> list[list[ObservedRequ
     return [s.requests if s is not None else None for s in sessions]
 
 
-def _user_requests(sessions: list[list[ObservedRequest] | None]) -> list[ObservedRequest] | None:
-    return None if None in sessions else [r for s in sessions if s for r in s]
+def _joined(units: list[list[ObservedRequest] | None]) -> list[ObservedRequest] | None:
+    """The units' requests together; None when one of them is damaged."""
+    return None if None in units else [r for unit in units if unit for r in unit]
+
+
+def _user_usage(user_id: int, sessions: list[list[ObservedRequest] | None],
+                answers: list[list[ObservedRequest] | None], reused: bool) -> UserUsage:
+    memory, answer = _joined(sessions), _joined(answers)
+    return UserUsage(user_id=user_id, sessions=len(sessions), reused=reused,
+                     memory_tokens=None if memory is None else _known_tokens(memory),
+                     answer_tokens=None if answer is None else _known_tokens(answer))
 
 
 def _usage(reader: RunReader, outcomes: list[_Outcome]) -> UsageSummary:
@@ -168,15 +178,13 @@ def _usage(reader: RunReader, outcomes: list[_Outcome]) -> UsageSummary:
     fresh_users = [u for u in plan.users if u not in reuse or reuse[u].memory is None]
     copied_answers = {q for r in reuse.values() for q in r.answers}
     sessions = {u: _session_requests(reader, u) for u in plan.users}
-    per_user = {u: _user_requests(sessions[u]) for u in fresh_users}
     memory = summarize(r for u in fresh_users for s in sessions[u] if s for r in s)
     fresh = [o for o in outcomes if o.planned.question_id not in copied_answers]
     per_question = [None if o.damaged else o.answer.requests if o.answer else [] for o in fresh]
+    answers: dict[int, list[list[ObservedRequest] | None]] = defaultdict(list)
     for outcome, requests in zip(fresh, per_question):
-        user = outcome.planned.user_id
-        if user in per_user:  # run.json plans questions of scheduled users only
-            mine = per_user[user]
-            per_user[user] = None if mine is None or requests is None else mine + requests
+        answers[outcome.planned.user_id].append(requests)
+    per_user = {u: _joined([*sessions[u], *answers[u]]) for u in fresh_users}
     reused_sessions = [s for u in plan.users if u not in per_user for s in sessions[u] if s is not None]
     copied = [o for o in outcomes if o.planned.question_id in copied_answers]
     return UsageSummary(
@@ -190,7 +198,8 @@ def _usage(reader: RunReader, outcomes: list[_Outcome]) -> UsageSummary:
             users=len(plan.users) - len(fresh_users), sessions=len(reused_sessions), answers=len(copied),
             judgments=sum(len(r.judgments) for r in reuse.values()),
             memory=summarize(r for s in reused_sessions for r in s) if reused_sessions else None,
-            answer=summarize(r for o in copied if o.answer for r in o.answer.requests) if copied else None))
+            answer=summarize(r for o in copied if o.answer for r in o.answer.requests) if copied else None),
+        users=[_user_usage(u, sessions[u], answers[u], reused=u not in per_user) for u in plan.users])
 
 
 def _result(outcome: _Outcome) -> ResultLine:

@@ -60,7 +60,7 @@ def gap_chart(gaps: dict[str, dict[str, int]]) -> go.Figure | None:
 
 
 def cost_chart(report: Report) -> go.Figure:
-    users = report.users
+    users = report.users or []
     fig = go.Figure()
     fig.add_bar(name="memory (ingest)", x=[f"user {u.user_id}" for u in users],
                 y=[u.memory_tokens if not u.reused else None for u in users])

@@ -1,7 +1,7 @@
 """What report.html shows, read from a run directory's files: a pure function of them, like
 `summarize`. The scores are summary.json's; their intervals are bootstrapped over the same scored
 set, read from results.jsonl (the two files are written together; a disagreement is refused).
-Token counts follow usage policy v2 through `mobilemem.usage`: an unknown count stays unknown.
+Per-user cost is summary.json's (never recomputed here): an unknown count stays unknown.
 Files are read through `mobilemem.run_reader`: a damaged run.json, summary.json or results.jsonl
 refuses the report in one line; a damaged file of one question or session leaves out only what it
 held (its detail says so) and is listed in the report's `damaged`."""
@@ -23,16 +23,14 @@ from mobilemem.records import (
     JobFile,
     JudgmentFile,
     ResultLine,
-    ReuseFile,
     RunFile,
     Score,
-    SessionFile,
     SummaryFile,
     ToolCallRecord,
+    UserUsage,
 )
-from mobilemem.rundir import QuestionDir, UserDir
+from mobilemem.rundir import QuestionDir
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
-from mobilemem.usage import known_tokens, summarize
 from mobilemem_judge.analysis.stats import Interval, mean_interval
 from mobilemem_judge.analysis.thumbnails import Thumbnails
 
@@ -58,15 +56,6 @@ class Group:
     accuracy: Interval
     f1: Interval
     bleu1: Interval
-
-
-@dataclass(frozen=True)
-class UserCost:
-    user_id: int
-    memory_tokens: int | None  # None: unknown (a successful request reported no usage)
-    answer_tokens: int | None
-    sessions: int
-    reused: bool  # the memory was copied from an earlier run: its cost is not this run's
 
 
 @dataclass(frozen=True)
@@ -96,7 +85,7 @@ class Report:
     run: RunFile
     summary: SummaryFile
     groups: list[Group]
-    users: list[UserCost]
+    users: list[UserUsage] | None  # summary.json's per-user cost (None: an older summary)
     questions: list[QuestionRow]
     details: list[dict[str, Any]]
     thumbnails: Thumbnails = field(repr=False)
@@ -129,20 +118,6 @@ def _groups(summary: SummaryFile, lines: list[ResultLine]) -> list[Group]:
         for name, score in scores.items():
             groups.append(_group(kind, name, score, [line for line in lines if key(line) == name]))
     return groups
-
-
-def _user_cost(reader: RunReader, user: UserDir, user_id: int, lines: list[ResultLine]) -> UserCost:
-    """A damaged session or answer file makes that part of the user's cost unknown."""
-    reuse = reader.tolerant(user.reuse, ReuseFile)
-    sessions = [reader.tolerant(p, SessionFile) for p in reader.files(user.sessions, ".json")]
-    copied = set(reuse.answers) if reuse else set()
-    before = len(reader.damaged)
-    answers = [reader.tolerant(user.question(line.question_id).answer_response, AnswerResponseFile)
-               for line in lines if line.user_id == user_id and line.question_id not in copied]
-    memory = None if None in sessions else known_tokens(summarize(r for s in sessions if s for r in s.requests))
-    answer = None if len(reader.damaged) > before else known_tokens(
-        summarize(r for a in answers if a for r in a.requests))
-    return UserCost(user_id, memory, answer, len(sessions), reused=bool(reuse and reuse.memory))
 
 
 def _tool_step(call: ToolCallRecord, user_id: int, thumbnails: Thumbnails) -> dict[str, Any]:
@@ -233,6 +208,5 @@ def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
         details.append(detail)
     _fit_excerpts(details)
     thumbnails.make()
-    users = [_user_cost(reader, run.user(u), u, lines) for u in plan.users]
-    return Report(run.root, plan, summary, _groups(summary, lines), users, rows, details, thumbnails,
+    return Report(run.root, plan, summary, _groups(summary, lines), summary.usage.users, rows, details, thumbnails,
                   reader.damaged)

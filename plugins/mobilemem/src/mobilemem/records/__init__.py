@@ -82,6 +82,7 @@ from mobilemem.records.results import (
     MeanTokens,
     ReusedSummary,
     UsageSummary,
+    UserUsage,
     EvidenceCell,
     EvidenceSummary,
     SummaryFile,
@@ -148,4 +149,5 @@ __all__ = [
     "Usage",
     "UsageCounter",
     "UsageSummary",
+    "UserUsage",
 ]

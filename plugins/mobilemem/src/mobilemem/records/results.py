@@ -70,6 +70,18 @@ class ReusedSummary(BaseModel):
     answer: Usage | None = Field(default=None, description="the copied answers' usage, in the earlier run")
 
 
+class UserUsage(BaseModel):
+    """One scheduled user's tokens (usage policy v2); None: unknown (a damaged record, or a
+    successful request that reported none)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    user_id: int
+    sessions: int = Field(description="the user's session files")
+    memory_tokens: int | None = Field(description="from the user's sessions/*.json")
+    answer_tokens: int | None = Field(description="from the answers made in this run (copied ones are not counted)")
+    reused: bool = Field(description="the memory was copied from an earlier run: its tokens are not this run's")
+
+
 class UsageSummary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     policy_version: Literal[2] = 2
@@ -78,6 +90,8 @@ class UsageSummary(BaseModel):
     mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users not reused")
     mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions not reused")
     reused: ReusedSummary = Field(default_factory=ReusedSummary)
+    users: list[UserUsage] | None = Field(default=None, description="per scheduled user, in run.json's order "
+                                          "(null in older summaries)")
 
 
 class EvidenceCell(BaseModel):
