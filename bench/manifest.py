@@ -40,6 +40,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from mobilemem import memory_manifest, reuse
+from mobilemem.config import load_config
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, RunFile, SessionFile, Usage
 from mobilemem.rundir import RunDir, UserDir, write_record
 
@@ -108,7 +109,7 @@ def _workspace(spec: MemorySpec, workspace: Path, rng: random.Random) -> None:
 def _run_file(users: list[int]) -> RunFile:
     """The least run.json that RunReader.open accepts."""
     now = datetime.now(UTC)
-    return RunFile(args={"dataset": "synthetic", "output": "synthetic"}, config={}, package_versions={},
+    return RunFile(args={"dataset": "synthetic", "output": "synthetic"}, config=load_config(), package_versions={},
                    git_commit=None, git_dirty=None, dataset_path="synthetic",
                    dataset_revision=None, data_sha256="0" * 64, questions_sha256="0" * 64, prompt_sha256={},
                    started_at=now, finished_at=now, simulated=True, state="completed", users=users)

@@ -16,13 +16,12 @@ from PIL import Image
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
 from mobilemem.candidates import CANDIDATES
-from mobilemem.config import DEFAULT_KIND, Config
+from mobilemem.records import Config, DEFAULT_KIND, JudgeSettingsFile, RunRequest
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
 from mobilemem.models import Endpoint
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import JudgeSettingsFile, RunRequest
 from mobilemem.rundir import RunDir
 from lifecycle import run_setup
 from lifecycle.reuse_match import UserMatch, match_user

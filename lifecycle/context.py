@@ -15,10 +15,9 @@ from pathlib import Path
 from agentscope.model import ChatModelBase
 
 from mobilemem.candidate import Candidate
-from mobilemem.config import Config
+from mobilemem.records import Config, JudgeSettingsFile
 from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
-from mobilemem.records import JudgeSettingsFile
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.dashboard import Dashboard, UserProgress

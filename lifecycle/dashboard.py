@@ -42,7 +42,7 @@ class RunIdentity:
 
     @classmethod
     def of(cls, manifest: RunFile) -> RunIdentity:
-        return cls(model=str(manifest.config["model"]), run_id=manifest.flow_run_id or "no-flow-run")
+        return cls(model=manifest.config.model, run_id=manifest.flow_run_id or "no-flow-run")
 
     def key(self, name: str) -> str:
         """An artifact key (Prefect allows lowercase letters, digits and dashes)."""

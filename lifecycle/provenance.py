@@ -7,8 +7,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from mobilemem.config import DEFAULT_KIND, Config
-from mobilemem.records import CandidateProvenance
+from mobilemem.records import CandidateProvenance, Config, DEFAULT_KIND
 from mobilemem.reme import PLUGIN_NAME
 from mobilemem.reme import app as reme_app
 

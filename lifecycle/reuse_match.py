@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
-from mobilemem.config import CandidatePreset
+from mobilemem.records import CandidatePreset, JudgeSettingsFile
 from mobilemem.dataset import JudgeQuestion, ScheduledUser
-from mobilemem.records import JudgeSettingsFile
 from mobilemem.rundir import RunDir
 from mobilemem.run_reader import DamagedFile
 

@@ -23,7 +23,8 @@ from prefect.runtime import flow_run
 
 import mobilemem_judge
 from mobilemem.candidates import open_candidate, remembers
-from mobilemem.config import Config, config_files, load_config
+from mobilemem.config import config_files, load_config
+from mobilemem.records import Config, PlannedQuestion, RunFile, RunRequest, RunState
 from mobilemem.dataset import DATASET_REVISION, Dataset, load_dataset
 from mobilemem.dataset_identity import DatasetIdentity, first_difference
 from mobilemem import fingerprints
@@ -31,7 +32,6 @@ from mobilemem.disk import DiskGuard
 from mobilemem.errors import ConfigError, MobilememError, error_record
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
-from mobilemem.records import PlannedQuestion, RunFile, RunRequest, RunState
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
@@ -117,7 +117,8 @@ def configured(request: RunRequest) -> tuple[Config, RunFile | None]:
     """The request's effective configuration (defaults < --config < flags; a rejudge run's base is the
     earlier run's) and, for a rejudge run, the earlier run's plan."""
     earlier_plan = _rejudged_plan(request.rejudge) if request.rejudge is not None else None
-    config = load_config(request.config, overrides(request), base=earlier_plan.config if earlier_plan else None)
+    base = earlier_plan.config.model_dump(mode="json") if earlier_plan else None
+    config = load_config(request.config, overrides(request), base=base)
     return config, earlier_plan
 
 
@@ -164,7 +165,7 @@ def planned(request: RunRequest) -> Plan:
 def _manifest(plan: Plan) -> RunFile:
     commit, dirty = git_commit()
     return RunFile(
-        args=plan.request, config=plan.config.model_dump(mode="json"), config_files=config_files(plan.request.config),
+        args=plan.request, config=plan.config, config_files=config_files(plan.request.config),
         package_versions=package_versions(), git_commit=commit,
         git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,

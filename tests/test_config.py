@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from mobilemem.checkout import checkout_root
-from mobilemem.config import Config, config_files, default_config_text, defaults_file, load_config
+from mobilemem.config import config_files, default_config_text, defaults_file, load_config
+from mobilemem.records import Config
 from mobilemem.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

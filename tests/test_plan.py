@@ -177,7 +177,7 @@ def earlier(sample_root, tmp_path) -> Path:
     run = RunDir(tmp_path / "earlier")
     manifest = RunFile(
         args=RunRequest(dataset=sample_root, output=tmp_path, simulate=True),
-        config=config.model_dump(mode="json"), package_versions={}, git_commit=None, git_dirty=None,
+        config=config, package_versions={}, git_commit=None, git_dirty=None,
         dataset_path=str(dataset.root), dataset_revision=None, data_sha256=dataset.data_sha256,
         questions_sha256=dataset.questions_sha256, prompt_sha256=frozen_hashes(),
         candidate=provenance.candidate_provenance(config), started_at=NOW, finished_at=NOW, flow_run_id="earlier-flow-run",

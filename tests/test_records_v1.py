@@ -65,7 +65,8 @@ def test_a_v1_run_summarizes_to_the_figures_it_was_written_with():
     summary, _ = summarize_run(V1)
     assert summary.gaps == written.gaps
     assert (summary.scored, summary.expected, summary.overall) == (written.scored, written.expected, written.overall)
-    assert summary.usage == written.usage
+    assert written.usage.users is None and [u.user_id for u in summary.usage.users] == [0, 1, 2]
+    assert summary.usage.model_copy(update={"users": None}) == written.usage  # the per-user cost is new
 
 
 def test_a_newer_schema_version_is_refused_in_one_line(tmp_path):
@@ -93,10 +94,12 @@ def test_a_v1_run_is_summarized_reported_and_compared_with_the_same_figures(v1_c
     assert main(["summarize", str(v1_copy)]) == 0
     after = json.loads((v1_copy / "summary.json").read_text())
     assert after["schema_version"] == records.SCHEMA_VERSION
+    assert [u["user_id"] for u in after["usage"].pop("users")] == [0, 1, 2]  # the per-user cost is new
     assert {k: after[k] for k in ("gaps", "scored", "expected", "overall", "usage")} == \
         {k: before[k] for k in ("gaps", "scored", "expected", "overall", "usage")}
     assert main(["report", str(v1_copy)]) == 0
     page = (v1_copy / "report.html").read_text()
+    assert '<table class="plain users">' in page
     assert "Incorrect API key provided: [redacted]" in page and "ingest failed: HTTP 500" in page
     other = v1_copy.parent / "v1-again"
     shutil.copytree(V1, other)

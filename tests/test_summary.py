@@ -67,7 +67,7 @@ def _plan(run: RunDir, users: list[int], questions: list[str]) -> None:
     run.root.mkdir(parents=True)
     write_record(run.run, RunFile(
         args={"dataset": "d", "output": "o"},
-        config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        config=load_config(), package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
         dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=NOW,
         simulated=True, state="completed", users=users,
         questions=[PlannedQuestion(user_id=int(q.split("_")[0]), question_id=q, language="en", difficulty=None,

@@ -10,10 +10,10 @@ import pytest_asyncio
 from reme.application import Application
 
 from mobilemem import usage
-from mobilemem.config import Config, load_config
+from mobilemem.config import load_config
+from mobilemem.records import Config, ObservedRequest
 from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.models import Endpoint, build_chat_model, close_chat_model
-from mobilemem.records import ObservedRequest
 from mobilemem.reme import app as reme_app
 from mobilemem.candidate import IngestResponse
 from mobilemem.reme.ingest import ingest_session

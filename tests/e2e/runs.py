@@ -6,8 +6,7 @@ from pathlib import Path
 
 from cli import main
 from mobilemem import records
-from mobilemem.config import DEFAULT_KIND
-from mobilemem.records import ErrorLine, SummaryFile
+from mobilemem.records import DEFAULT_KIND, ErrorLine, SummaryFile
 from mobilemem.rundir import RunDir, read_lines, read_record
 
 API_KEY = "sk-PLANTED-e2e-0123456789abcdef"

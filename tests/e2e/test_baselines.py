@@ -70,7 +70,7 @@ def test_a_baseline_runs_on_the_same_contract(baselines, kind):
     code, run, requests = baselines[kind]
     assert code == 0 and run.root.name == f"qwen3.8-max-{kind}"
     manifest = read_record(run.run, RunFile)
-    assert manifest.config["candidate"]["kind"] == kind and manifest.candidate.kind == kind
+    assert manifest.config.candidate.kind == kind and manifest.candidate.kind == kind
     assert (manifest.candidate.preset, manifest.candidate.plugin) == ("none", "none")
     _validate(run)
     assert {r.role for r in requests} == {"qa", "judge"}  # no ingest, no agent, no compression
@@ -164,4 +164,4 @@ def test_a_baseline_run_can_be_judged_again(baselines, simulator, tmp_path, monk
     assert code == 0 and roles == {"judge"}  # the baseline is never asked again
     result = read_record(again.rejudge, RejudgeFile)
     assert result.compared == 9 and result.flips == []
-    assert read_record(again.run, RunFile).config["candidate"]["kind"] == kind
+    assert read_record(again.run, RunFile).config.candidate.kind == kind

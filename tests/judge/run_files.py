@@ -4,6 +4,7 @@ with the record models, nothing else."""
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mobilemem.config import load_config
 from mobilemem.records import JobFile, ResultLine, RunFile
 from mobilemem.rundir import RunDir, append_line, write_record
 
@@ -35,7 +36,7 @@ def make_run(root: Path, lines: list[ResultLine], *, run_id: str | None = "aaaaa
     users = sorted({line.user_id for line in lines})
     write_record(run.run, RunFile(
         args={"dataset": "d", "output": "o"},
-        config={"model": model}, package_versions={}, git_commit=None, git_dirty=None,
+        config=load_config().model_copy(update={"model": model}), package_versions={}, git_commit=None, git_dirty=None,
         dataset_path="/data/MobileMem-Omni", dataset_revision=None, data_sha256=data_sha256,
         questions_sha256=questions_sha256, prompt_sha256={}, started_at=started_at, finished_at=started_at,
         images_sha256={str(u): IMAGES_SHA for u in users} if images_sha256 is None else images_sha256,

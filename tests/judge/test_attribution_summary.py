@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime
 
+from mobilemem.config import load_config
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, AttributionFile, JudgmentFile, MetricsFile,
                                PlannedQuestion, RunFile, Usage)
 from mobilemem.rundir import RunDir, write_record
@@ -46,7 +47,7 @@ def test_the_two_by_two_split_counts_scored_questions_by_their_attribution(tmp_p
     planned = [*QUESTIONS, "0_q_12"]
     write_record(run.run, RunFile(
         args={"dataset": "d", "output": "o"},
-        config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        config=load_config(), package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
         dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=NOW,
         simulated=True, state="completed", users=[0],
         questions=[PlannedQuestion(user_id=0, question_id=q, language="en", difficulty=None, gold="9")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from PIL import Image
 
 from lifecycle.summary_files import write_summary
+from mobilemem.config import load_config
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, JudgmentFile, MetricsFile, PlannedQuestion,
                                RunFile, ToolCallRecord, Usage)
 from mobilemem.rundir import RunDir, write_record
@@ -86,7 +87,7 @@ def _answered_run(root, calls: list[ToolCallRecord]) -> RunDir:
     root.mkdir(parents=True)
     write_record(run.run, RunFile(
         args={"dataset": "d", "output": "o"},
-        config={}, package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
+        config=load_config(), package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
         dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=now,
         simulated=True, state="completed", users=[0],
         questions=[PlannedQuestion(user_id=0, question_id="0_q_1", language="en", difficulty=None, gold="9")]))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from mobilemem.config import JudgePreset
+from mobilemem.records import JudgePreset, JudgeSettingsFile
 from mobilemem.errors import ConfigError
 from mobilemem.models import Endpoint
-from mobilemem.records import JudgeSettingsFile
 from mobilemem_judge.parse import PARSER_VERSION
 from mobilemem_judge.rubric import rubric_sha256
 

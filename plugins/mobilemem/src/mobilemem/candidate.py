@@ -11,9 +11,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from mobilemem.config import CandidateKind
+from mobilemem.records import AnswerResponse, CandidateKind, Failure
 from mobilemem.dataset import CandidateQuestion, CandidateSession
-from mobilemem.records import AnswerResponse, Failure
 
 
 class IngestResponse(BaseModel):

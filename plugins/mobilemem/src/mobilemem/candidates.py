@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
-from mobilemem.config import CandidateKind, CandidatePreset
+from mobilemem.records import CandidateKind, CandidatePreset
 
 if TYPE_CHECKING:
     from agentscope.model import ChatModelBase

@@ -5,8 +5,9 @@ The defaults file is the checkout's root `config.yaml` when the run starts from 
 (`mobilemem/defaults/config.yaml`, the mirror of the root file, for installs without the
 checkout). `config_files` says which files a run used (run.json). A file is deep-merged over the
 defaults, except `extra_body`, which is an opaque request fragment and is replaced whole. Unknown
-keys and wrong types are errors naming the file and the key. No field holds a credential: those
-come only from the environment (`mobilemem.models`).
+keys and wrong types are errors naming the file and the key. The schema is `mobilemem.records.config`
+(run.json holds the effective one); no field holds a credential: those come only from the
+environment (`mobilemem.models`).
 """
 
 from __future__ import annotations
@@ -18,72 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic import ValidationError
 
 from mobilemem.checkout import repository_root
 from mobilemem.errors import ConfigError
-from mobilemem.records import ConfigFiles
+from mobilemem.records import Config, ConfigFiles
 
 DEFAULTS_RESOURCE = "defaults/config.yaml"
 _OPAQUE_KEYS = frozenset({"extra_body"})
-CandidateKind = Literal["reme-image", "no-memory", "bm25-rag"]  # DESIGN §10; mobilemem.candidates
-DEFAULT_KIND: CandidateKind = "reme-image"
 _CREDENTIAL_HINTS = ("key", "secret", "token", "password", "base_url")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class RequestPreset(_Section):
-    """What every model role sends with each request."""
-
-    temperature: float = Field(ge=0)
-    extra_body: dict[str, JsonValue]
-    stream: bool
-    max_tokens: int = Field(gt=0)
-    request_timeout_s: float = Field(gt=0)
-
-
-class CandidatePreset(RequestPreset):
-    kind: CandidateKind = DEFAULT_KIND  # what is evaluated: ReMe Image, or a baseline on the same contract
-    top_k: int = Field(default=5, gt=0)  # bm25-rag: transcript chunks retrieved per question
-    chunk_turns: int = Field(default=8, gt=0)  # bm25-rag: dialogue turns per chunk (within one session)
-    context_size: int = Field(gt=0)
-    max_images: int = Field(gt=0)
-    trigger_ratio: float = Field(gt=0, le=0.9)  # AgentScope keeps 10% for the compression itself
-    reserve_ratio: float = Field(gt=0, lt=0.9)
-    max_iters: int = Field(gt=0)
-    # the tool calls one answer may run (30 iterations of a few parallel calls fit); past it, each
-    # further call is refused as a tool error the agent sees
-    max_tool_calls: int = Field(default=256, gt=0)
-    answer_timeout_s: float = Field(gt=0)
-    session_timeout_s: float = Field(gt=0)  # wall-clock budget of one session's ingest
-    max_answer_bytes: int = Field(gt=0)  # a longer answer is recorded (and judged) cut to this size
-    inject_runtime_state: bool  # ReMe's agent wrapper would send the wall-clock time (DESIGN §4.4)
-
-    @model_validator(mode="after")
-    def _reserve_below_trigger(self) -> CandidatePreset:
-        if self.reserve_ratio >= self.trigger_ratio:
-            raise ValueError("reserve_ratio must be smaller than trigger_ratio")
-        return self
-
-
-class JudgePreset(RequestPreset):
-    model: str = Field(min_length=1)
-    rubric: str = Field(min_length=1)
-    timeout_s: float = Field(gt=0)  # wall-clock budget of one judgment
-    max_reply_bytes: int = Field(gt=0)  # a longer judge reply is a judge gap
-
-
-class Config(_Section):
-    model: str = Field(min_length=1)
-    user_concurrency: int = Field(gt=0)
-    query_concurrency: int = Field(gt=0)
-    judge_concurrency: int = Field(gt=0)
-    min_free_disk_mb: int = Field(ge=0)  # below this, the run starts no new work (DESIGN §8)
-    candidate: CandidatePreset
-    judge: JudgePreset
 
 
 def default_config_text() -> str:

@@ -27,9 +27,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mobilemem.config import DEFAULT_KIND, CandidatePreset
+from mobilemem.records import CandidatePreset, CandidateProvenance, DEFAULT_KIND
 from mobilemem.dataset import CandidateQuestion, ScheduledUser
-from mobilemem.records import CandidateProvenance
 
 VERSION = 2
 ANSWER_ONLY = ("max_iters", "answer_timeout_s", "max_answer_bytes")

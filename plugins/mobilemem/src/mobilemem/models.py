@@ -29,10 +29,9 @@ from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem import usage
-from mobilemem.config import CandidatePreset, Config, RequestPreset
+from mobilemem.records import CandidatePreset, Config, Failure, ObservedRequest, RequestPreset
 from mobilemem.errors import ConfigError, describe, register_secret
 from mobilemem.failure_kinds import FailureKind, failure_label
-from mobilemem.records import Failure, ObservedRequest
 from mobilemem.transport import RecordingTransport
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ import hashlib
 from functools import cache
 from importlib import resources
 
-from mobilemem.config import DEFAULT_KIND
+from mobilemem.records import DEFAULT_KIND
 
 TEXT_TEMPLATE = "prompts/qa_text_memory.txt"
 MULTIMODAL_TEMPLATE = "prompts/qa_multimodal_memory.txt"

@@ -19,9 +19,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from mobilemem.config import DEFAULT_KIND
+from mobilemem.records import DEFAULT_KIND, ErrorLine, RecordBase
 from mobilemem.errors import ConfigError
-from mobilemem.records import ErrorLine, RecordBase
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -106,9 +106,8 @@ def _flip(runs: tuple[_Run, _Run], a: ResultLine, b: ResultLine) -> QuestionFlip
 
 
 def _side(run: _Run, other: _Run) -> ComparedRun:
-    model = run.plan.config.get("model")
     return ComparedRun(run_dir=str(run.dir.root), run_id=run.plan.flow_run_id,
-                       model=model if isinstance(model, str) else None, started_at=run.plan.started_at,
+                       model=run.plan.config.model, started_at=run.plan.started_at,
                        scored=len(run.scored), scored_only_here=len(run.scored.keys() - other.scored.keys()),
                        damaged=run.reader.damaged)
 

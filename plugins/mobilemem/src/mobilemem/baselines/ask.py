@@ -8,10 +8,9 @@ from agentscope.model import ChatModelBase
 
 from mobilemem import usage
 from mobilemem.candidate import cap_answer
-from mobilemem.config import CandidatePreset
+from mobilemem.records import AnswerResponse, CandidatePreset, Failure, Retrieval
 from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import reply_text, within_budget
-from mobilemem.records import AnswerResponse, Failure, Retrieval
 
 
 async def ask(model: ChatModelBase, content: list, preset: CandidatePreset,

@@ -22,12 +22,19 @@ from agentscope.model import ChatModelBase
 from mobilemem.baselines.ask import ask
 from mobilemem.baselines.transcript import memory_text, session_chunks, tokens
 from mobilemem.candidate import IndexResponse, IngestResponse
-from mobilemem.config import CandidateKind, CandidatePreset
+from mobilemem.records import (
+    AnswerResponse,
+    CandidateKind,
+    CandidatePreset,
+    Retrieval,
+    RetrievedChunk,
+    SentImage,
+    TranscriptChunkLine,
+)
 from mobilemem.dataset import CandidateQuestion, CandidateSession
 from mobilemem.errors import MobilememError
 from mobilemem.images import image_for_model
 from mobilemem.prompts import MULTIMODAL_TEMPLATE, frozen_text
-from mobilemem.records import AnswerResponse, Retrieval, RetrievedChunk, SentImage, TranscriptChunkLine
 from mobilemem.rundir import read_lines, write_bytes_atomic
 
 FOLDER = "bm25-rag"

@@ -13,9 +13,8 @@ from agentscope.model import ChatModelBase
 from mobilemem import qa_template
 from mobilemem.baselines.ask import ask
 from mobilemem.candidate import IndexResponse, IngestResponse
-from mobilemem.config import CandidateKind, CandidatePreset
+from mobilemem.records import AnswerResponse, CandidateKind, CandidatePreset
 from mobilemem.dataset import CandidateQuestion, CandidateSession
-from mobilemem.records import AnswerResponse
 
 
 def message_text(question: str) -> str:

@@ -19,6 +19,14 @@ from mobilemem.records.base import (
     RecordBase,
     Timed,
 )
+from mobilemem.records.config import (
+    DEFAULT_KIND,
+    CandidateKind,
+    RequestPreset,
+    CandidatePreset,
+    JudgePreset,
+    Config,
+)
 from mobilemem.records.failures import (
     Failure,
     StackFrame,
@@ -89,6 +97,12 @@ from mobilemem.records.results import (
 )
 
 __all__ = [
+    "DEFAULT_KIND",
+    "CandidateKind",
+    "RequestPreset",
+    "CandidatePreset",
+    "JudgePreset",
+    "Config",
     "ChunkImage",
     "Retrieval",
     "RetrievedChunk",

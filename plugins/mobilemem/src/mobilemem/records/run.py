@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, fie
 
 from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
+from mobilemem.records.config import Config
 
 UserId = Annotated[int, Field(ge=0, le=MAX_USER_ID)]  # ids name folders of the run: an edited run.json is refused
 
@@ -75,7 +76,7 @@ class RunRequest(BaseModel):
 
 class RunFile(RecordBase):
     args: RunRequest
-    config: dict[str, JsonValue] = Field(description="effective configuration, no secrets")
+    config: Config = Field(description="the effective configuration (defaults < --config < flags), no secrets")
     config_files: ConfigFiles | None = Field(default=None, description="which defaults and --config files "
                                                                        "it came from")
     package_versions: dict[str, str]

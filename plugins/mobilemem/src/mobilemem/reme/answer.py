@@ -13,11 +13,10 @@ from reme.application import Application
 
 from mobilemem import usage
 from mobilemem.candidate import cap_answer
-from mobilemem.config import CandidatePreset
+from mobilemem.records import AnswerResponse, CandidatePreset, Failure, ToolCallRecord
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import within_budget
-from mobilemem.records import AnswerResponse, Failure, ToolCallRecord
 
 
 async def answer_question(app: Application, job: CandidateQuestion, preset: CandidatePreset) -> AnswerResponse:

@@ -26,8 +26,7 @@ from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 from reme.steps.base_step import BaseStep
 
 from mobilemem import qa_template
-from mobilemem.config import CandidatePreset
-from mobilemem.records import ToolCallRecord
+from mobilemem.records import CandidatePreset, ToolCallRecord
 from mobilemem.reme.image_tool import image_tool
 
 ANSWERED = ("completed", "exceed_max_iters")

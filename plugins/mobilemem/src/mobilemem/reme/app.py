@@ -22,7 +22,7 @@ from reme.application import Application
 from reme.config.config_parser import resolve_app_config
 
 from mobilemem.candidate import IndexResponse
-from mobilemem.config import CandidatePreset
+from mobilemem.records import CandidatePreset
 from mobilemem.errors import MobilememError
 from mobilemem.reme import PLUGIN_NAME
 

@@ -10,9 +10,8 @@ from agentscope.model import ChatModelBase
 from reme.application import Application
 
 from mobilemem.candidate import IndexResponse, IngestResponse
-from mobilemem.config import CandidateKind, CandidatePreset
+from mobilemem.records import AnswerResponse, CandidateKind, CandidatePreset
 from mobilemem.dataset import CandidateQuestion, CandidateSession
-from mobilemem.records import AnswerResponse
 from mobilemem.reme import answer, app, ingest
 
 
