@@ -36,7 +36,8 @@ from mobilemem.candidates import remembers
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import RunRequest, RunState
+from mobilemem.failure_kinds import FailureKind
+from mobilemem.records import Failure, RunRequest, RunState
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
 from lifecycle import run_setup
@@ -54,12 +55,13 @@ from lifecycle.gaps import record_orphaned_questions
 from lifecycle.termination import signals_reach_the_flow
 
 
-NOT_RUN = ("not_run", "the run stopped starting new work", None)
+Blocked = tuple[str, str, Failure | None]  # the gap that blocks a user's questions: stage, reason, failure
+NOT_RUN: Blocked = ("not_run", "the run stopped starting new work", None)
 REJUDGE_NO_MEMORY = "rejudge: the earlier run has no reusable memory of this user"
 REJUDGE_NO_ANSWER = "rejudge: the earlier run has no reusable answer"
 
 
-async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] | None:
+async def _history(sessions, user: UserContext) -> Blocked | None:
     """Ingest the sessions in order (none for a candidate that remembers nothing) and build the
     index; the gap that blocks the questions, if any."""
     for session in sessions if remembers(user.config.candidate.kind) else []:
@@ -68,21 +70,26 @@ async def _history(sessions, user: UserContext) -> tuple[str, str, str | None] |
             return NOT_RUN
         if not outcome.success:
             user.progress.set_index("skipped")
-            return "history", f"ingest failed: {outcome.reason}", outcome.error_id
+            return "history", f"ingest failed: {_label(outcome)}", outcome.failure
     outcome = await run_step(build_index, quote(user))
     if outcome.not_run:
         return NOT_RUN
     if not outcome.success:
-        return "index", outcome.reason or "failed", outcome.error_id
+        return "index", _label(outcome), outcome.failure
     return None
 
 
+def _label(outcome: StepOutcome) -> str:
+    return outcome.failure.label if outcome.failure else FailureKind.FAILED
+
+
 async def _question(context: RunContext, user: UserContext, job: CandidateQuestion,
-                    blocked: tuple[str, str, str | None] | None, reused: StepOutcome) -> None:
+                    blocked: Blocked | None, reused: StepOutcome) -> None:
     if blocked == NOT_RUN:  # the run stopped starting new work: the question is not attempted
         return
     if blocked is not None:
-        await run_step(skip_question, quote(job), quote(user), *blocked)
+        stage, reason, failure = blocked
+        await run_step(skip_question, quote(job), quote(user), stage, reason, quote(failure))
         return
     if job.question_id in reused.reused_judgments:  # answer and judgment copied from an earlier run
         user.progress.bump(answered=1, judged=1)

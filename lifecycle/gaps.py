@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe, error_record
-from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, GapStage, JobFile, RecordBase, gap_failure
+from mobilemem.failure_kinds import FailureKind
+from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, Failure, GapStage, JobFile, RecordBase
 from mobilemem.rundir import append_error, write_record
 from lifecycle.outcome import StepOutcome
 
@@ -35,6 +36,11 @@ def save(user: UserContext, path: Path, record: RecordBase, stage: ErrorStage, *
     return None
 
 
+def write_failure(unsaved: ErrorLine) -> Failure:
+    """A step's failure when one of its records could not be kept (`save`'s error)."""
+    return Failure(kind=FailureKind.WRITE_ERROR, message=unsaved.failure.message, error_id=unsaved.id)
+
+
 async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, question_id: str | None = None,
                       session_id: str | None = None) -> StepOutcome:
     """An exception a step did not expect is that step's failure (DESIGN §8): one errors.jsonl line
@@ -46,11 +52,11 @@ async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, q
         user.disk.note(exc)
     log.error("%s step of user %s failed: %s", stage, user.user_id, error.failure.message)
     if question_id is None:
-        return StepOutcome(success=False, reason=error.failure.label, error_id=error.id, detail=error.failure.message)
+        return StepOutcome(success=False, failure=error.pointer())
     if user.run.user(user.user_id).question(question_id).metrics.exists():
         return StepOutcome(success=True)
     gap: GapStage = "judge" if stage == "judge" else "answer"
-    return await record_gap(user, question_id, gap, error.failure.label, error.id, error.failure.message)
+    return await record_gap(user, question_id, gap, error.pointer())
 
 
 def question_files(user: UserContext, question_id: str, title: str) -> None:
@@ -59,19 +65,20 @@ def question_files(user: UserContext, question_id: str, title: str) -> None:
     user.dashboard.task_files(f"{title} {question_id}", sorted(folder.glob("*.json")))
 
 
-async def record_gap(user: UserContext, question_id: str, stage: GapStage, reason: str, error_id: str | None,
-                     detail: str | None = None) -> StepOutcome:
-    """Write the question's error.json (the errors.jsonl line is the caller's) and count the gap."""
+async def record_gap(user: UserContext, question_id: str, stage: GapStage, failure: Failure | None,
+                     reason: str | None = None) -> StepOutcome:
+    """Write the question's error.json (the errors.jsonl line is the caller's) and count the gap,
+    under `reason` (by default the failure's label)."""
+    reason = reason or (failure.label if failure else FailureKind.FAILED)
     try:
         write_record(user.run.user(user.user_id).question(question_id).error, ErrorFile(
-            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason,
-            failure=gap_failure(reason, detail, error_id)))
+            user_id=user.user_id, question_id=question_id, stage=stage, reason=reason, failure=failure))
     except Exception as exc:  # the gap still counts; summarize sees the question without its outcome
         if isinstance(exc, OSError):
             user.disk.note(exc)
         log.error("could not write error.json of %s (%s gap: %s): %s", question_id, stage, reason, describe(exc))
     user.progress.bump(gaps=1)
-    return StepOutcome(success=False, reason=reason, error_id=error_id, gap_stage=stage, detail=detail)
+    return StepOutcome(success=False, failure=failure, gap_stage=stage, gap_reason=reason)
 
 
 def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:

@@ -18,32 +18,31 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mobilemem.errors import sanitize
 from mobilemem.failure_kinds import FailureKind
-from mobilemem.records import GapStage, SummaryFile
+from mobilemem.records import Failure, GapStage, SummaryFile
 from lifecycle.orchestration import mark_started, start_patiently
-
-WRITE_ERROR = FailureKind.WRITE_ERROR
 
 
 class StepOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
     success: bool
-    reason: str | None = None  # the gap category when it failed
-    error_id: str | None = None  # the errors.jsonl line
+    failure: Failure | None = None  # why it failed, pointing at its errors.jsonl line (None: no failure caused it)
     answer: str | None = None  # answer_question only: what the judge will read
     gap_stage: GapStage | None = None
+    gap_reason: str | None = None  # a question's gap: the category summary.json counts it under (error.json)
     not_run: bool = False  # the run had stopped starting new work (a full disk): nothing was attempted
-    detail: str | None = None  # the sanitized one-line reason of a failure
     blocked: bool = False  # a question skipped because its user's history or index failed
     reused: bool = False  # reuse_user only: the user's memory was copied from an earlier run
     reused_answers: dict[str, str] = Field(default_factory=dict)  # question id -> the copied answer text
     reused_judgments: tuple[str, ...] = ()  # question ids whose judgment was copied too
 
     def message(self) -> str:
-        text = f"{self.reason}: {self.detail}" if self.detail and self.detail != self.reason else str(self.reason)
+        reason = self.gap_reason or (self.failure.label if self.failure else FailureKind.FAILED)
+        detail = self.failure.message if self.failure else None
+        text = f"{reason}: {detail}" if detail and detail != reason else str(reason)
         return sanitize(" ".join(text.split()))
 
 
-NOT_RUN = StepOutcome(success=False, reason=FailureKind.NOT_RUN, not_run=True)
+NOT_RUN = StepOutcome(success=False, failure=Failure(kind=FailureKind.NOT_RUN), not_run=True)
 
 
 def as_state(outcome: StepOutcome) -> State:

@@ -15,8 +15,8 @@ from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.gaps import question_files, record_gap, save, step_failed, write_job
+from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
+from lifecycle.gaps import question_files, record_gap, save, step_failed, write_failure, write_job
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
@@ -36,7 +36,7 @@ async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutc
 
 async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
+        return await record_gap(user, job.question_id, "answer", write_failure(unsaved))
     paths = user.run.user(user.user_id).question(job.question_id)
     ids = {"user_id": job.user_id, "question_id": job.question_id}
     tried = await attempt(user, "answer", lambda: user.candidate.answer_question(job), **ids)
@@ -51,6 +51,6 @@ async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
         user.progress.bump(answered=1)
         return StepOutcome(success=True, answer=response.answer if response else "")
     if error is None:  # answered, but the answer could not be kept: it is not judged
-        return await record_gap(user, job.question_id, "answer", WRITE_ERROR, unsaved.id, unsaved.failure.message)
+        return await record_gap(user, job.question_id, "answer", write_failure(unsaved))
     assert tried.failure is not None
-    return await record_gap(user, job.question_id, "answer", tried.failure.label, error.id, error.failure.message)
+    return await record_gap(user, job.question_id, "answer", tried.failure)

@@ -18,8 +18,8 @@ from mobilemem.rundir import read_record
 from mobilemem.usage import summarize
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.gaps import save, step_failed
+from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
+from lifecycle.gaps import save, step_failed, write_failure
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
@@ -50,7 +50,7 @@ async def _build(user: UserContext) -> StepOutcome:
         save(user, paths.index_response, IndexResponseFile(
             started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=False,
             failure=tried.failure), stage="index", user_id=user.user_id)
-        return StepOutcome(success=False, reason=tried.failure.label, error_id=error.id, detail=error.failure.message)
+        return StepOutcome(success=False, failure=tried.failure)
     unsaved = save(user, paths.index_response, IndexResponseFile(
         started_at=started, finished_at=datetime.now(UTC), user_id=user.user_id, success=True,
         documents=response.documents, chunks=response.chunks, build_seconds=response.build_seconds),
@@ -63,5 +63,5 @@ async def _build(user: UserContext) -> StepOutcome:
             memory_fingerprint=user.memory_fingerprint, manifest=manifest),
             stage="index", user_id=user.user_id)
     if unsaved is not None:
-        return StepOutcome(success=False, reason=WRITE_ERROR, error_id=unsaved.id, detail=unsaved.failure.message)
+        return StepOutcome(success=False, failure=write_failure(unsaved))
     return StepOutcome(success=True)

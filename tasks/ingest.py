@@ -11,13 +11,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem.dataset import CandidateSession
-from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import raise_if_cancelled
-from mobilemem.records import Failure, SessionFile
+from mobilemem.records import SessionFile
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
-from lifecycle.gaps import save, step_failed
+from lifecycle.gaps import save, step_failed, write_failure
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
@@ -51,12 +50,10 @@ async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:
         answer=response.answer if response else None, trajectory_path=response.trajectory_path if response else None,
         usage=tried.usage, requests=tried.requests, failure=failure), stage="ingest", **ids)
     if unsaved is not None:  # a session without its record is a failed session: the history ends here
-        error, failure = unsaved, Failure(kind=FailureKind.WRITE_ERROR, message=unsaved.failure.message,
-                                          error_id=unsaved.id)
+        error, failure = unsaved, write_failure(unsaved)
     if error is None:
         user.progress.bump(ingested=1)
     else:
         user.progress.bump(failed_sessions=1)
     user.dashboard.task_files(f"session {session.session_id} of user {user.user_id}", [record])
-    return StepOutcome(success=error is None, reason=failure.label if failure else None,
-                       error_id=error.id if error else None, detail=error.failure.message if error else None)
+    return StepOutcome(success=error is None, failure=failure)

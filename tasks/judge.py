@@ -20,8 +20,8 @@ from mobilemem.rundir import append_error
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
-from lifecycle.outcome import NOT_RUN, WRITE_ERROR, StepOutcome, reports_state
-from lifecycle.gaps import question_files, record_gap, save, step_failed
+from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
+from lifecycle.gaps import question_files, record_gap, save, step_failed, write_failure
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
@@ -67,6 +67,6 @@ async def _judge(question: JudgeQuestion, prediction: str, user: UserContext) ->
                 append_error(user.run, error_record(exc, stage="judge", **ids))
             return StepOutcome(success=True)
     if error is None:  # judged, but the judgment could not be kept: not scored
-        return await record_gap(user, question.question_id, "judge", WRITE_ERROR, unsaved.id, unsaved.failure.message)
+        return await record_gap(user, question.question_id, "judge", write_failure(unsaved))
     assert error is not None and tried.failure is not None
-    return await record_gap(user, question.question_id, "judge", tried.failure.label, error.id, error.failure.message)
+    return await record_gap(user, question.question_id, "judge", tried.failure)

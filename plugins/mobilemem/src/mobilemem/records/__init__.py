@@ -32,7 +32,6 @@ from mobilemem.records.failures import (
     StackFrame,
     ErrorLine,
     ErrorFile,
-    gap_failure,
 )
 from mobilemem.records.usage import (
     ObservedRequest,
@@ -120,7 +119,6 @@ __all__ = [
     "ErrorLine",
     "ErrorStage",
     "Failure",
-    "gap_failure",
     "EvidenceCell",
     "EvidenceHit",
     "EvidenceSummary",

@@ -48,8 +48,8 @@ class Failure(BaseModel):
         return cls(kind=FailureKind.EXCEPTION, exception=label, **fields)
 
 
-def gap_failure(reason: str, message: str | None, error_id: str | None) -> Failure | None:
-    """The failure behind a gap counted under `reason` ('HTTP 500', 'ingest failed: timeout', ...);
+def _v1_gap_failure(reason: str, message: str | None, error_id: str | None) -> Failure | None:
+    """A version-1 error.json's failure, from the gap category `reason` ('HTTP 500', 'ingest failed: timeout', ...);
     None for a gap no failure caused (neither a message nor an errors.jsonl line)."""
     if message is None and error_id is None:
         return None
@@ -98,5 +98,5 @@ class ErrorFile(RecordBase):
 
     @classmethod
     def _from_v1(cls, data: dict[str, Any]) -> dict[str, Any]:
-        failure = gap_failure(data["reason"], data.pop("detail", None), data.pop("error_id", None))
+        failure = _v1_gap_failure(data["reason"], data.pop("detail", None), data.pop("error_id", None))
         return {**data, "failure": failure.model_dump() if failure else None}
