@@ -5,15 +5,17 @@ links what the step wrote."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilemem.dataset import CandidateQuestion
 from mobilemem.errors import describe, error_record
 from mobilemem.failure_kinds import FailureKind
+from mobilemem.models import raise_if_cancelled
 from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, Failure, GapStage, JobFile, RecordBase
 from mobilemem.rundir import append_error, write_record
-from lifecycle.outcome import StepOutcome
+from lifecycle.outcome import NOT_RUN, StepOutcome
 
 if TYPE_CHECKING:
     from lifecycle.context import RunContext, UserContext
@@ -41,6 +43,19 @@ def write_failure(unsaved: ErrorLine) -> Failure:
     return Failure(kind=FailureKind.WRITE_ERROR, message=unsaved.failure.message, error_id=unsaved.id)
 
 
+async def guarded_step(user: UserContext, stage: ErrorStage, work: Callable[[], Awaitable[StepOutcome]],
+                       **ids: str) -> StepOutcome:
+    """A task's body: not run once the run stopped starting new work; an exception `work` did not
+    expect is the step's failure (`step_failed`; ids: question_id or session_id)."""
+    if user.disk.stopped():
+        return NOT_RUN
+    try:
+        return await work()
+    except Exception as exc:
+        raise_if_cancelled()
+        return await step_failed(user, exc, stage, **ids)
+
+
 async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, question_id: str | None = None,
                       session_id: str | None = None) -> StepOutcome:
     """An exception a step did not expect is that step's failure (DESIGN §8): one errors.jsonl line
@@ -52,6 +67,8 @@ async def step_failed(user: UserContext, exc: Exception, stage: ErrorStage, *, q
         user.disk.note(exc)
     log.error("%s step of user %s failed: %s", stage, user.user_id, error.failure.message)
     if question_id is None:
+        if session_id is not None:
+            user.progress.bump(failed_sessions=1)
         return StepOutcome(success=False, failure=error.pointer())
     if user.run.user(user.user_id).question(question_id).metrics.exists():
         return StepOutcome(success=True)

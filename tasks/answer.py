@@ -11,30 +11,27 @@ from prefect.cache_policies import NO_CACHE
 
 from mobilemem import fingerprints
 from mobilemem.dataset import CandidateQuestion
-from mobilemem.models import raise_if_cancelled
 from mobilemem.records import AnswerResponseFile
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
-from lifecycle.gaps import question_files, record_gap, save, step_failed, write_failure, write_job
+from lifecycle.outcome import StepOutcome, reports_state
+from lifecycle.gaps import guarded_step, question_files, record_gap, save, write_failure, write_job
 
 
 @task(name="answer_question", retries=0, task_run_name="answer-{job.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
 @reports_state
 async def answer_question(job: CandidateQuestion, user: UserContext) -> StepOutcome:
-    if user.disk.stopped():
-        return NOT_RUN
-    try:
-        outcome = await _answer(job, user)
-        question_files(user, job.question_id, "answer to")
-    except Exception as exc:
-        raise_if_cancelled()
-        outcome = await step_failed(user, exc, "answer", question_id=job.question_id)
-    return outcome
+    return await guarded_step(user, "answer", lambda: _answer(job, user), question_id=job.question_id)
 
 
 async def _answer(job: CandidateQuestion, user: UserContext) -> StepOutcome:
+    outcome = await _ask(job, user)
+    question_files(user, job.question_id, "answer to")
+    return outcome
+
+
+async def _ask(job: CandidateQuestion, user: UserContext) -> StepOutcome:
     if (unsaved := write_job(job, user)) is not None:  # nothing is asked whose record cannot be kept
         return await record_gap(user, job.question_id, "answer", write_failure(unsaved))
     paths = user.run.user(user.user_id).question(job.question_id)

@@ -12,36 +12,29 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem import memory_manifest
-from mobilemem.models import raise_if_cancelled
 from mobilemem.records import IndexResponseFile, MemoryUsageFile, SessionFile
 from mobilemem.rundir import read_record
 from mobilemem.usage import summarize
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
-from lifecycle.gaps import save, step_failed, write_failure
+from lifecycle.outcome import StepOutcome, reports_state
+from lifecycle.gaps import guarded_step, save, write_failure
 
 
 @task(name="build_index", retries=0, task_run_name="index-user-{user.user_id}", cache_policy=NO_CACHE,
       persist_result=False)
 @reports_state
 async def build_index(user: UserContext) -> StepOutcome:
-    if user.disk.stopped():
-        user.progress.set_index("not run")
-        return NOT_RUN
-    user.progress.set_index("building")
-    try:
-        outcome = await _build(user)
-    except Exception as exc:
-        raise_if_cancelled()
-        outcome = await step_failed(user, exc, "index")
-    user.progress.set_index("built" if outcome.success else "failed")
-    paths = user.run.user(user.user_id)
-    user.dashboard.task_files(f"index of user {user.user_id}", [paths.index_response, paths.memory_usage])
+    outcome = await guarded_step(user, "index", lambda: _build(user))
+    user.progress.set_index("not run" if outcome.not_run else "built" if outcome.success else "failed")
+    if not outcome.not_run:
+        paths = user.run.user(user.user_id)
+        user.dashboard.task_files(f"index of user {user.user_id}", [paths.index_response, paths.memory_usage])
     return outcome
 
 
 async def _build(user: UserContext) -> StepOutcome:
+    user.progress.set_index("building")
     paths = user.run.user(user.user_id)
     tried = await attempt(user, "index", user.candidate.build_index, user_id=user.user_id)
     response, error, started = tried.response, tried.error, tried.started

@@ -11,26 +11,19 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from mobilemem.dataset import CandidateSession
-from mobilemem.models import raise_if_cancelled
 from mobilemem.records import SessionFile
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
-from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
-from lifecycle.gaps import save, step_failed, write_failure
+from lifecycle.outcome import StepOutcome, reports_state
+from lifecycle.gaps import guarded_step, save, write_failure
 
 
 @task(name="ingest_session", retries=0, task_run_name="ingest-{session.session_id}", cache_policy=NO_CACHE,
       persist_result=False)
 @reports_state
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
-    if user.disk.stopped():
-        return NOT_RUN
-    try:
-        outcome = await _ingest(session, user)
-    except Exception as exc:  # the session failed: the user's history ends here
-        raise_if_cancelled()
-        outcome = await step_failed(user, exc, "ingest", session_id=session.session_id)
-        user.progress.bump(failed_sessions=1)
+    # a failed session ends the user's history
+    outcome = await guarded_step(user, "ingest", lambda: _ingest(session, user), session_id=session.session_id)
     # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
     # collection here they pile up between rare full collections (bench/README.md, peak RSS).
     gc.collect()

@@ -14,28 +14,26 @@ import mobilemem_judge
 from mobilemem.dataset import JudgeQuestion
 from mobilemem.errors import error_record
 from mobilemem.metrics import overlap_scores
-from mobilemem.models import raise_if_cancelled
 from mobilemem.records import JudgmentFile, MetricsFile
 from mobilemem.rundir import append_error
 from lifecycle.attempt import attempt
 from lifecycle.context import UserContext
 from lifecycle.evidence import save_attribution
-from lifecycle.outcome import NOT_RUN, StepOutcome, reports_state
-from lifecycle.gaps import question_files, record_gap, save, step_failed, write_failure
+from lifecycle.outcome import StepOutcome, reports_state
+from lifecycle.gaps import guarded_step, question_files, record_gap, save, write_failure
 
 
 @task(name="judge_answer", retries=0, task_run_name="judge-{question.question_id}", cache_policy=NO_CACHE,
       persist_result=False)
 @reports_state
 async def judge_answer(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
-    if user.disk.stopped():
-        return NOT_RUN
-    try:
-        outcome = await _judge(question, prediction, user)
-        question_files(user, question.question_id, "judgment of")
-    except Exception as exc:
-        raise_if_cancelled()
-        outcome = await step_failed(user, exc, "judge", question_id=question.question_id)
+    return await guarded_step(user, "judge", lambda: _judged(question, prediction, user),
+                              question_id=question.question_id)
+
+
+async def _judged(question: JudgeQuestion, prediction: str, user: UserContext) -> StepOutcome:
+    outcome = await _judge(question, prediction, user)
+    question_files(user, question.question_id, "judgment of")
     return outcome
 
 

@@ -28,21 +28,17 @@ import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from mobilemem.simulator import policy
+from quiet_handler import QuietHandler
 from mobilemem.simulator.usage_rules import stream_events
 
 SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP}
 POINTS = ("first_event", "end")
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002
-        pass
+class _Handler(QuietHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         if self.server.signalled.is_set():  # type: ignore[attr-defined]

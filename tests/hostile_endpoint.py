@@ -27,12 +27,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import quote
 
 from hypothesis import strategies as st
 
 from mobilemem.simulator import policy
+from quiet_handler import QuietHandler
 from mobilemem.simulator.usage_rules import completion_payload, stream_events
 
 KINDS = ("html_200", "text_200", "not_a_completion", "no_terminal", "partial_usage", "echo_key", "trickle",
@@ -168,12 +169,7 @@ def _completion(role: str, body: dict, rule: Hostility | None, key: str) -> poli
     return completion
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002
-        pass
+class _Handler(QuietHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         hostile: Hostile = self.server.hostile  # type: ignore[attr-defined]
