@@ -42,6 +42,17 @@ VIEWPORT = {"width": 1440, "height": 1150}
 WAIT_MS = 60_000  # the UI renders slowly on a loaded 2-core machine; a passing wait costs nothing
 
 
+# Each user subflow's task runs as the UI sums them up (its CSS capitalizes the state names)
+TASK_RUN_COUNTS = {"user-1": "(3 History Gap, 1 Failed, 1 Completed)", "user-2": "(3 Index Gap, 1 Failed, 4 Completed)",
+                   "user-0": "(2 Failed, 8 Completed)"}
+LANDING_S = 180  # how long the task-run states may take to reach the server on a loaded machine
+
+
+def _counts(summary: str) -> dict[str, int]:
+    """'(3 History Gap, 1 Failed)' -> {'history gap': 3, 'failed': 1}"""
+    return {name.lower(): int(n) for n, name in re.findall(r"(\d+) ([A-Za-z ]+?)(?:,|\))", summary)}
+
+
 @dataclass(frozen=True)
 class Where:
     """Where the UI shows the run: flow-run ids by name, table-artifact ids by name."""
@@ -64,13 +75,19 @@ def where(faulty_run) -> Where:
             subflows = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent])))
             runs = FlowRunFilter(id=FlowRunFilterId(any_=[parent, *(f.id for f in subflows)]))
-            deadline = asyncio.get_running_loop().time() + 20
-            # task-run states reach the server as events: the page shows what has landed by then
-            while asyncio.get_running_loop().time() < deadline:
-                done = {t.name for t in await client.read_task_runs(flow_run_filter=runs)
-                        if t.state and t.state.is_final()}
-                if set().union(*failed.values()) <= done:
+            names = {f.id: f.name for f in subflows}
+            deadline = asyncio.get_running_loop().time() + LANDING_S
+            # task-run states reach the server as events: wait until every one the page sums up has landed
+            while True:
+                landed: dict[str, dict[str, int]] = {name: {} for name in TASK_RUN_COUNTS}
+                for t in await client.read_task_runs(flow_run_filter=runs):
+                    user = names.get(t.flow_run_id)
+                    if user in landed and t.state and t.state.is_final():
+                        landed[user][t.state.name.lower()] = landed[user].get(t.state.name.lower(), 0) + 1
+                if landed == {user: _counts(text) for user, text in TASK_RUN_COUNTS.items()}:
                     break
+                if asyncio.get_running_loop().time() > deadline:
+                    pytest.fail(f"the task-run states did not land within {LANDING_S} s: {landed}")
                 await asyncio.sleep(0.5)
             keys = {name: identity.key(name) for name in ("user-1", "users")}
             artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
@@ -177,9 +194,9 @@ def _is_red(card) -> bool:
 
 
 @pytest.mark.parametrize(("user", "counts", "completed", "gap"), [
-    ("user-1", "(3 History Gap, 1 Failed, 1 Completed)", "ingest-1_1", "History gap"),
-    ("user-2", "(3 Index Gap, 1 Failed, 4 Completed)", "ingest-2_1", "Index gap"),
-    ("user-0", "(2 Failed, 8 Completed)", "index-user-0", None),
+    ("user-1", TASK_RUN_COUNTS["user-1"], "ingest-1_1", "History gap"),
+    ("user-2", TASK_RUN_COUNTS["user-2"], "ingest-2_1", "Index gap"),
+    ("user-0", TASK_RUN_COUNTS["user-0"], "index-user-0", None),
 ])
 def test_each_failed_step_is_a_red_failed_task_run_in_its_users_subflow(page, prefect_ui, where, shoot,
                                                                         user, counts, completed, gap):
