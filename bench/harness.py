@@ -73,9 +73,9 @@ class Processes:
 
     def prefect_server(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
-        from cli.console import EMBEDDED_SERVER_QUIET
+        from cli.console import EMBEDDED_SERVER_SETTINGS
 
-        env = {**os.environ, **EMBEDDED_SERVER_QUIET, "PREFECT_HOME": str(self.home / "prefect")}
+        env = {**os.environ, **EMBEDDED_SERVER_SETTINGS, "PREFECT_HOME": str(self.home / "prefect")}
         process = self._spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                "--port", str(port)], self.home / "prefect-server.out", env)
         api = f"http://127.0.0.1:{port}/api"

@@ -28,12 +28,20 @@ LIBRARY_LOGGERS = ("as", "bm25s")  # AgentScope's and bm25s's loggers, which pri
 log = logging.getLogger(__name__)
 
 
-# Background services of Prefect's embedded server that a single in-process run never needs; they
-# only compete with the run for the SQLite database ("database is locked" in the server's log).
-EMBEDDED_SERVER_QUIET = {f"PREFECT_SERVER_{name}": "false" for name in (
-    "ANALYTICS_ENABLED", "SERVICES_SCHEDULER_ENABLED", "SERVICES_LATE_RUNS_ENABLED", "SERVICES_FOREMAN_ENABLED",
-    "SERVICES_PAUSE_EXPIRATIONS_ENABLED", "SERVICES_REPOSSESSOR_ENABLED", "SERVICES_CANCELLATION_CLEANUP_ENABLED",
-    "SERVICES_CLEANUP_RECONCILER_ENABLED")}
+# Prefect's embedded server, set up for one run on SQLite (bench/README.md, issue 24); read by the
+# server's own process when it starts, and used by the benchmarks' server too. Background services
+# a single run never needs are off: they only compete with the run for SQLite's one writer
+# ("database is locked" in the server's log), and so do the triggers (automations). Task-run
+# states and events are written 200 to a transaction instead of one each.
+EMBEDDED_SERVER_SETTINGS = {
+    **{f"PREFECT_SERVER_{name}": "false" for name in (
+        "ANALYTICS_ENABLED", "SERVICES_SCHEDULER_ENABLED", "SERVICES_LATE_RUNS_ENABLED", "SERVICES_FOREMAN_ENABLED",
+        "SERVICES_PAUSE_EXPIRATIONS_ENABLED", "SERVICES_REPOSSESSOR_ENABLED", "SERVICES_CANCELLATION_CLEANUP_ENABLED",
+        "SERVICES_CLEANUP_RECONCILER_ENABLED", "SERVICES_TRIGGERS_ENABLED")},
+    **{f"PREFECT_SERVER_SERVICES_{name}": "200" for name in (
+        "TASK_RUN_RECORDER_BATCH_SIZE", "TASK_RUN_RECORDER_READ_BATCH_SIZE", "EVENT_PERSISTER_BATCH_SIZE",
+        "EVENT_PERSISTER_READ_BATCH_SIZE")},
+}
 
 
 # Defaults for Prefect's own settings (a user's PREFECT_* variables and profile win), applied the
@@ -96,7 +104,7 @@ def configure() -> None:
     PREFECT_* variables win)."""
     _console_logging()
     sys.unraisablehook = _unraisable_to_log
-    for name, value in EMBEDDED_SERVER_QUIET.items():  # read by the server's own process when it starts
+    for name, value in EMBEDDED_SERVER_SETTINGS.items():  # read by the server's own process when it starts
         os.environ.setdefault(name, value)
 
 

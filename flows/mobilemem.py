@@ -117,10 +117,10 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
     # API calls on SQLite) overlap with other users' work instead of idling a slot.
     async with context.user_slots:
+        context.dashboard.open_user(user_id)
         reused = await run_step(reuse_user, quote(context), user_id) if context.reuse else StepOutcome(success=True)
         user = await run_setup.open_user(context, user_id)  # the user's ReMe application
         try:
-            await context.dashboard.open_user(user_id)
             if reused.reused:
                 user.progress.bump(ingested=len(scheduled.sessions))
                 user.progress.set_index("reused")
@@ -140,8 +140,9 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
 async def _user(context: RunContext, user_id: int) -> None:
     """One user's subflow; a failure of the subflow itself (not of a step) is recorded, not raised."""
     try:
-        state = await start_patiently(lambda: evaluate_user(user_id, context.run.root, return_state=True),
-                                      f"the subflow of user {user_id}")
+        async with context.subflow_slots:  # created only when it can start: no queue of idle subflow runs
+            state = await start_patiently(lambda: evaluate_user(user_id, context.run.root, return_state=True),
+                                          f"the subflow of user {user_id}")
         failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
     except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
         failure = exc

@@ -31,6 +31,7 @@ class RunContext:
     candidate_model: ChatModelBase
     judge_model: ChatModelBase
     user_slots: asyncio.Semaphore  # user_concurrency: users evaluated at once
+    subflow_slots: asyncio.Semaphore  # user_concurrency + 1: user subflow runs that exist (one created ahead)
     query_slots: asyncio.Semaphore  # query_concurrency: held from a question's answer start to its judgment end
     judge_slots: asyncio.Semaphore  # judge_concurrency: an additional cap on judgments alone
     disk: DiskGuard

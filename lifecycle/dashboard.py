@@ -64,6 +64,7 @@ class UserProgress:
     answered: int = 0
     judged: int = 0
     gaps: int = 0
+    started: bool = False  # its subflow holds a user slot (until then: queued)
     finished: bool = False
     version: int = 0  # bumped on every change; the publisher compares it
     log_to: dict[str, str] = field(default_factory=dict)  # the flow run whose log gets the lines
@@ -79,7 +80,11 @@ class UserProgress:
         return {"user": self.user_id, "sessions ingested": f"{self.ingested}/{self.sessions}",
                 "sessions failed": self.failed_sessions, "index": self.index,
                 "answered": f"{self.answered}/{self.questions}", "judged": f"{self.judged}/{self.questions}",
-                "gaps": self.gaps, "status": "finished" if self.finished else "running", "line": self.line()}
+                "gaps": self.gaps, "status": self.status, "line": self.line()}
+
+    @property
+    def status(self) -> str:
+        return "finished" if self.finished else "running" if self.started else "queued"
 
     def _changed(self) -> None:
         self.version += 1
@@ -94,9 +99,22 @@ class UserProgress:
         self.index = status
         self._changed()
 
+    def start(self) -> None:
+        self.started = True
+        self._changed()
+
     def finish(self) -> None:
         self.finished = True
         self._changed()
+
+
+@dataclass(frozen=True)
+class _NewTable:
+    """A user's table, for the publisher to create on the user's subflow run."""
+
+    name: str
+    what: str
+    flow_run_id: UUID | None
 
 
 @dataclass
@@ -108,8 +126,9 @@ class Dashboard:
 
     identity: RunIdentity
     progress: dict[int, UserProgress]
+    task_artifacts: bool = True  # config dashboard.task_artifacts
     _tables: dict[str, tuple[UUID, int]] = field(default_factory=dict)  # key → (artifact id, version shown)
-    _queue: queue.SimpleQueue[ArtifactCreate] = field(default_factory=queue.SimpleQueue)
+    _queue: queue.SimpleQueue[ArtifactCreate | _NewTable] = field(default_factory=queue.SimpleQueue)
     _stop: threading.Event = field(default_factory=threading.Event)
     _publisher: threading.Thread | None = None
     _api_log: logging.Handler | None = None
@@ -128,15 +147,18 @@ class Dashboard:
                                            name="mobilemem-dashboard", daemon=True)
         self._publisher.start()
 
-    async def open_user(self, user_id: int) -> None:
-        """In the user's subflow (the table belongs to it)."""
-        progress = self.progress[user_id]
-        await self._create_table(f"user-{user_id}", [progress.row()], progress.version, f"progress of user {user_id}")
+    def open_user(self, user_id: int) -> None:
+        """In the user's subflow (the table belongs to it): created by the publisher, so that no API
+        call waits inside the user's slot."""
+        progress, run = self.progress[user_id], FlowRunContext.get()
+        self._queue.put(_NewTable(f"user-{user_id}", f"progress of user {user_id}",
+                                  run.flow_run.id if run is not None else None))
+        progress.start()
 
     def task_files(self, title: str, paths: list[Path]) -> None:
         """A markdown artifact on the current task run listing the files it wrote (sent by the publisher)."""
         context = TaskRunContext.get()
-        if context is None:
+        if context is None or not self.task_artifacts:
             return
         lines = "\n".join(f"- [`{p.name}`]({p.resolve().as_uri()}) `{p}`" for p in paths if p.exists())
         self._queue.put(ArtifactCreate(
@@ -180,7 +202,11 @@ class Dashboard:
     def _publish(self, client: SyncPrefectClient) -> None:
         try:
             while True:
-                client.create_artifact(self._queue.get_nowait())
+                item = self._queue.get_nowait()
+                if isinstance(item, _NewTable):
+                    self._create_user_table(client, item)
+                else:
+                    client.create_artifact(item)
         except queue.Empty:
             pass
         except Exception as exc:  # the API may be gone; the rest of this round is dropped
@@ -196,3 +222,18 @@ class Dashboard:
                     log.debug("progress table %s not updated: %s", key, type(exc).__name__)
                     return
                 self._tables[key] = (artifact_id, version)
+
+    def _create_user_table(self, client: SyncPrefectClient, table: _NewTable) -> None:
+        """Shown as its current version: the next round updates it only after a change."""
+        key, user_id = self.identity.key(table.name), int(table.name.removeprefix("user-"))
+        progress = self.progress[user_id]
+        version, rows = progress.version, [progress.row()]
+        try:
+            artifact = client.create_artifact(ArtifactCreate(
+                type="table", key=key, data=json.dumps(rows), description=self.identity.describe(table.what),
+                flow_run_id=table.flow_run_id))
+        except Exception as exc:  # the API may be unreachable; the evaluation goes on
+            log.debug("artifact %s not created: %s", key, type(exc).__name__)
+            return
+        self._tables[key] = (artifact.id, version)
+

@@ -196,11 +196,12 @@ async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
         candidate_model=build_chat_model(candidate, config.candidate),
         judge_model=build_chat_model(judge, config.judge),
         user_slots=asyncio.Semaphore(config.user_concurrency), query_slots=asyncio.Semaphore(config.query_concurrency),
+        subflow_slots=asyncio.Semaphore(config.user_concurrency + 1),
         judge_slots=asyncio.Semaphore(config.judge_concurrency),
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         dashboard=Dashboard(RunIdentity.of(manifest), {
             u.user_id: UserProgress(u.user_id, len(u.sessions) if ingests else 0, len(u.questions))
-            for u in plan.dataset.users}),
+            for u in plan.dataset.users}, task_artifacts=config.dashboard.task_artifacts),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
         reuse=plan.reuse, rejudge=plan.rejudge,
         log_handler=run_log.attach(plan.run))

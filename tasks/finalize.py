@@ -3,6 +3,7 @@ them, and the artifacts that point at them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from lifecycle.dashboard import RunIdentity
 from lifecycle.summary_files import count_cleanup_error, write_report_counted, write_summary
 
 log = logging.getLogger(__name__)
+ARTIFACTS_TIMEOUT_S = 15.0  # a busy or lost API delays the end of the run by this much at most
 
 
 @task(name="finalize", retries=0, task_run_name="finalize", cache_policy=NO_CACHE, persist_result=False)
@@ -30,7 +32,7 @@ async def finalize(run_dir: Path) -> SummaryFile:
     else:
         summary, reported = write_report_counted(run_dir, summary)
     try:
-        await _artifacts(run_dir, summary)
+        await asyncio.wait_for(_artifacts(run_dir, summary), ARTIFACTS_TIMEOUT_S)
     except Exception as exc:  # the dashboard's view is bookkeeping: a lost API is a cleanup error, no more
         log.warning("the run's artifacts were not created: %s", type(exc).__name__)
         summary = count_cleanup_error(run_dir, summary, exc)

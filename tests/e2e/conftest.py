@@ -14,9 +14,9 @@ def prefect_server():
     # pytest_configure has given Prefect the suite's own PREFECT_HOME
     from prefect.testing.utilities import prefect_test_harness
 
-    from cli.console import EMBEDDED_SERVER_QUIET
+    from cli.console import EMBEDDED_SERVER_SETTINGS
 
-    quiet = {**QUIET, **EMBEDDED_SERVER_QUIET}
+    quiet = {**QUIET, **EMBEDDED_SERVER_SETTINGS}
     saved = {name: os.environ.get(name) for name in quiet}
     os.environ.update(quiet)
     with prefect_test_harness(server_startup_timeout=120):

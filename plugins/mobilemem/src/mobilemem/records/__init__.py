@@ -25,6 +25,7 @@ from mobilemem.records.config import (
     RequestPreset,
     CandidatePreset,
     JudgePreset,
+    DashboardPreset,
     Config,
 )
 from mobilemem.records.failures import (
@@ -101,6 +102,7 @@ __all__ = [
     "RequestPreset",
     "CandidatePreset",
     "JudgePreset",
+    "DashboardPreset",
     "Config",
     "ChunkImage",
     "Retrieval",

@@ -56,6 +56,10 @@ class JudgePreset(RequestPreset):
     max_reply_bytes: int = Field(gt=0)  # a longer judge reply is a judge gap
 
 
+class DashboardPreset(_Section):
+    task_artifacts: bool = True  # one artifact per task run linking the run-directory files it wrote
+
+
 class Config(_Section):
     model: str = Field(min_length=1)
     user_concurrency: int = Field(gt=0)
@@ -64,3 +68,4 @@ class Config(_Section):
     min_free_disk_mb: int = Field(ge=0)  # below this, the run starts no new work (DESIGN §8)
     candidate: CandidatePreset
     judge: JudgePreset
+    dashboard: DashboardPreset = Field(default_factory=DashboardPreset)
