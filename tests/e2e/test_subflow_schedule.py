@@ -25,8 +25,12 @@ def _most_alive_at_once(spans: list[tuple[float, float]]) -> int:
 
 
 def test_a_user_subflow_is_created_only_when_it_can_start(monkeypatch, simulator, sample_root, tmp_path):
-    code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path, "--user-concurrency", "1",
-                        "--limit-questions", "1")
+    simulator.latency_s = 0.3  # a user lasts seconds: without the limit, all three subflow runs would overlap
+    try:
+        code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path, "--user-concurrency", "1",
+                            "--limit-questions", "1")
+    finally:
+        simulator.reset()
     assert code == 0 and summary(run).scored == 3
     manifest = read_record(run.run, RunFile)
 
@@ -41,7 +45,7 @@ def test_a_user_subflow_is_created_only_when_it_can_start(monkeypatch, simulator
     subflows, [users] = asyncio.run(read())
     assert sorted(f.name for f in subflows) == ["user-0", "user-1", "user-2"]
     spans = [(f.created.timestamp(), f.end_time.timestamp()) for f in subflows]
-    assert _most_alive_at_once(spans) == 2  # all three at t=0 before: 3
+    assert _most_alive_at_once(spans) <= 2  # the one working and the one created ahead (3 without the limit)
     assert [row["status"] for row in json.loads(users.data)] == ["finished"] * 3
 
 
