@@ -82,10 +82,11 @@ class Processes:
         _wait(lambda: httpx.get(f"{api}/health", timeout=2).status_code == 200, process, "the Prefect server", 180)
         return process, api
 
-    def runner(self, args: list[str], env: dict[str, str]) -> RunnerStats:
-        """Run `python flows/mobilemem.py ARGS` and measure that process alone (os.wait4)."""
+    def runner(self, args: list[str], env: dict[str, str], prefix: tuple[str, ...] = ()) -> RunnerStats:
+        """Run `python flows/mobilemem.py ARGS` (under `prefix`, e.g. a profiler that runs its command as
+        its child) and measure that process and its children (os.wait4)."""
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "flows/mobilemem.py", *args], cwd=ROOT,
+        process = subprocess.Popen([*prefix, sys.executable, "flows/mobilemem.py", *args], cwd=ROOT,
                                    env={**os.environ, **env}, stdout=subprocess.DEVNULL,
                                    stderr=(self.home / "runner.err").open("w"), start_new_session=True)
         _, status, usage = os.wait4(process.pid, 0)
