@@ -73,12 +73,14 @@ def answer_concurrency(log: list[dict], run: RunDir) -> float:
     return busy / (max(e for _, e in spans) - min(s for s, _ in spans))
 
 
-def measure(processes: Processes, dataset: Path, latency: float, api: str, server_pid: int, out: Path) -> dict:
+def measure(processes: Processes, dataset: Path, latency: float, api: str, server_pid: int, out: Path,
+            config: Path | None = None) -> dict:
     log_path = out / f"simulator-{latency}.jsonl"
     simulator, url = processes.simulator(latency, log_path)
     server_cpu = cpu_seconds(server_pid)
     output = out / f"runs-{latency}"
-    stats = processes.runner(["--dataset", str(dataset), "--output", str(output)],
+    stats = processes.runner(["--dataset", str(dataset), "--output", str(output),
+                              *(["--config", str(config)] if config else [])],
                              {"LLM_API_KEY": "bench", "LLM_BASE_URL": url, "PREFECT_API_URL": api})
     server_cpu = cpu_seconds(server_pid) - server_cpu
     processes.started.remove(simulator)
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, nargs="+", default=[1.0, 0.2, 0.0])
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--config", type=Path, help="the runner's --config (e.g. dashboard.task_artifacts: false)")
     args = parser.parse_args(argv)
     dataset = cached_dataset(args.cache, users=args.users, sessions=args.sessions, turns=args.turns,
                              images=args.images, questions=args.questions, image_size=(320, 240))
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server, api = processes.prefect_server()
         out = Path(tempfile.mkdtemp(prefix="overhead-", dir=processes.home))
-        results = [measure(processes, dataset, latency, api, server.pid, out) for latency in args.latency]
+        results = [measure(processes, dataset, latency, api, server.pid, out, args.config) for latency in args.latency]
     finally:
         processes.close()
     print(report(results))

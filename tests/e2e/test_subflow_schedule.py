@@ -84,11 +84,9 @@ def test_a_user_subflow_is_created_only_when_it_can_start(monkeypatch, simulator
     assert [row["status"] for row in json.loads(users.data)] == ["finished"] * 3
 
 
-def test_without_task_artifacts_the_tables_are_still_there(monkeypatch, simulator, sample_root, tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text("dashboard:\n  task_artifacts: false\n", encoding="utf-8")
+def test_by_default_no_task_artifacts_and_the_tables_are_still_there(monkeypatch, simulator, sample_root, tmp_path):
     code, run = run_cli(monkeypatch, simulator, sample_root, tmp_path / "out", "--users", "0",
-                        "--limit-questions", "1", "--config", str(config))
+                        "--limit-questions", "1")
     assert code == 0 and summary(run).scored == 1
     manifest = read_record(run.run, RunFile)
     assert manifest.config.dashboard.task_artifacts is False
