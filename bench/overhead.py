@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ROOT, Processes, cached_dataset, read_log
+from harness import ROOT, Processes, RunnerStats, cached_dataset, read_log
 from procstats import CpuSampler, tree_cpu_seconds
 from schedule import Limits, QuestionWork, UserWork, ideal_schedule
 from server_load import RUNNER_ENV, client_retries, log_size, object_counts, server_503s, settled_counts
@@ -127,7 +127,7 @@ def measure(processes: Processes, dataset: Path, latency: float, server: Server,
                        "server_503s": server_503s(server.log, offset), **vars(client_retries(out / "runner.err"))})
 
 
-def figures(output: Path, log: list[dict], latency: float, stats) -> dict:
+def figures(output: Path, log: list[dict], latency: float, stats: RunnerStats) -> dict:
     """The run's own figures: makespan against the ideal schedule, concurrency, the runner's cost."""
     run = RunDir.for_output(output, load_config().model)
     measured = max(r["finished"] for r in log) - min(r["started"] for r in log)
