@@ -3,7 +3,7 @@
 A session's agent and httpx's response/stream pairs are reference cycles holding the session's
 images (base64 in the request body, ReMe's copies of the messages); only a full collection frees
 them (bench/README.md, peak RSS). One after every session cost 8 % of the runner's Python time at
-latency 0 (bench/profile.py), so the ingest task reports each session's image bytes here and a
+latency 0 (bench/cpu_profile.py), so the ingest task reports each session's image bytes here and a
 collection runs once `every_bytes` have been ingested since the last one, across all users of
 the process: the garbage it can hold stays bounded by the images, not by the number of sessions.
 """

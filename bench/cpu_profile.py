@@ -1,7 +1,7 @@
 """Where the runner's CPU goes (issue 24): one latency-0 run of the real runner under py-spy.
 
     pip install py-spy
-    python bench/profile.py [--users 16 --sessions 8 --questions 20] [--raw profile.txt]
+    python bench/cpu_profile.py [--users 16 --sessions 8 --questions 20] [--raw profile.txt]
 
 The runner (`flows/mobilemem.py`, its own process) runs against a simulator and a Prefect server in
 other processes, as in bench/overhead.py, while py-spy samples the stack of the thread holding the GIL
