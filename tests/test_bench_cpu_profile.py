@@ -27,7 +27,7 @@ def test_samples_are_charged_to_the_innermost_owner_outside_the_standard_library
     task = f"answer_question ({ROOT}/tasks/answer.py:40)"
     reme = f"AsAgentWrapper.reply ({SITE}/reme/components/agent_wrapper/as_agent_wrapper.py:90)"
     json_dump = f"dumps ({STDLIB}/json/__init__.py:231)"
-    load = f"_find_and_load (<frozen importlib._bootstrap>:1176)"
+    load = "_find_and_load (<frozen importlib._bootstrap>:1176)"
     samples = parse(_raw(tmp_path, [
         f"{run};{loop};{task};{reme};{json_dump} 7",  # ReMe's, though the leaf is the standard library's
         f"{run};{loop};{task} 2",
