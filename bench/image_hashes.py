@@ -16,7 +16,6 @@ after a reboot also waits for the disk. One
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import statistics
@@ -92,12 +91,8 @@ def measure(root: Path, repeat: int) -> list[tuple[str, float, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """fullsize.py's dataset options (its other options are accepted and ignored) and --repeat."""
-    args, rest = fullsize.build_parser().parse_known_args(argv)
-    repeat = argparse.ArgumentParser(prog="python bench/image_hashes.py", description=__doc__.splitlines()[0])
-    repeat.add_argument("--repeat", type=int, default=3, help="timings of each kind (default 3)")
-    spec = fullsize.DatasetSpec(1, args.sessions, args.turns, args.images, args.questions, args.size, args.noise)
-    root, _ = fullsize.ensure_dataset(spec, args.cache)
-    for name, value, unit in measure(root, repeat.parse_args(rest).repeat):
+    root, repeat = fullsize.dataset_and_repeat(argv, "python bench/image_hashes.py", __doc__.splitlines()[0])
+    for name, value, unit in measure(root, repeat):
         print(f"{name} {value:.3f} {unit}" if isinstance(value, float) else f"{name} {value} {unit}")
     return 0
 

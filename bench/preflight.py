@@ -20,7 +20,6 @@ finished children). One ``name value unit`` line per figure, medians over the re
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import statistics
@@ -114,13 +113,9 @@ def measure(root: Path, repeat: int, work: Path) -> list[tuple[str, float | int,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """fullsize.py's dataset options (its other options are accepted and ignored) and --repeat."""
-    args, rest = fullsize.build_parser().parse_known_args(argv)
-    own = argparse.ArgumentParser(prog="python bench/preflight.py", description=__doc__.splitlines()[0])
-    own.add_argument("--repeat", type=int, default=3, help="timings of each kind (default 3)")
-    spec = fullsize.DatasetSpec(1, args.sessions, args.turns, args.images, args.questions, args.size, args.noise)
-    root, _ = fullsize.ensure_dataset(spec, args.cache)
+    root, repeat = fullsize.dataset_and_repeat(argv, "python bench/preflight.py", __doc__.splitlines()[0])
     with tempfile.TemporaryDirectory(prefix="mobilemem-preflight-") as work:
-        figures = measure(root, own.parse_args(rest).repeat, Path(work))
+        figures = measure(root, repeat, Path(work))
     for name, value, unit in figures:
         print(f"{name} {value:.3f} {unit}" if isinstance(value, float) else f"{name} {value} {unit}")
     return 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mobilemem import image_cache
+from mobilemem import image_cache, image_pool
 from mobilemem.dataset import load_dataset
 from mobilemem.image_cache import cache_dir, cache_file, verify_images
 from mobilemem.image_pool import inspect_images
@@ -178,6 +178,20 @@ def test_the_processes_give_what_one_check_at_a_time_gives(tmp_path, monkeypatch
     assert sum(isinstance(r, ImageInfo) for r in pooled.values()) == 5
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 48 * 64 - 1)  # the warning band: refused in the workers too
     assert all("decompression-bomb" in str(r) for r in inspect_images(paths[:5], workers=2).values())
+
+
+def test_a_worker_that_died_is_a_one_line_problem(tmp_path):
+    _, [path] = _dataset(tmp_path, {"a.png": _picture("PNG")})
+    worker = image_pool._Worker()
+    try:
+        assert worker.check(path) == inspect_image(path)
+        worker.process.kill()
+        worker.process.wait()
+        with pytest.raises(image_pool._WorkerDied, match=r"^the image decoder process died checking it "
+                                                         r"\(exit status -9\)$"):
+            worker.check(path)
+    finally:
+        worker.close()
 
 
 def test_load_dataset_takes_the_cache_unless_told_not_to(sample_copy, cache, settled):
