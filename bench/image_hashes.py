@@ -5,12 +5,11 @@
 
 On ``bench/fullsize.py``'s full-size user's dataset (generated once, cached under ``bench/.cache/``):
 ``load_dataset`` (preflight: every record checked, every image read once, decoded in full and
-hashed; in this process, one image at a time, so that the no-op hash applies, and without the
-verified-image cache) timed ``--repeat`` times, interleaved with the same preflight whose sha256
-is a no-op and with sha256 alone over every image's bytes (one thread): wall and CPU seconds
-(this process, all threads; CPU is less disturbed by other work on the machine). The files are
-read once before the first timing, so every figure is of warm page-cache reads: a first preflight
-after a reboot also waits for the disk. One
+hashed, without the verified-image cache) timed ``--repeat`` times, interleaved with the same
+preflight whose sha256 is a no-op and with sha256 alone over every image's bytes (one thread):
+wall and CPU seconds (this process, all threads; CPU is less disturbed by other work on the
+machine). The files are read once before the first timing, so every figure is of warm
+page-cache reads: a first preflight after a reboot also waits for the disk. One
 ``name value unit`` line per figure, medians over the repeats; MB = 10^6 bytes.
 """
 
@@ -26,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from mobilemem import image_pool, images
+from mobilemem import images
 from mobilemem.dataset import Dataset, load_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,8 +58,7 @@ def _hash_all(paths: list[Path]) -> None:
 
 
 def _preflight(root: Path) -> Dataset:
-    with mock.patch.object(image_pool, "DECODE_WORKERS", 1):  # in this process, where the no-op hash applies
-        return load_dataset(root, image_cache=False)
+    return load_dataset(root, image_cache=False)
 
 
 def _without_hashes(root: Path) -> Dataset:
@@ -80,7 +78,7 @@ def measure(root: Path, repeat: int) -> list[tuple[str, float, str]]:
         for name, step in kinds.items():
             timings[name].append(_timed(step))
     figures = [("images", len(paths), "files"), ("image_bytes", total, "MB"),
-               ("decode_workers", 1, "processes"), ("cpus", os.cpu_count() or 0, "cpus")]
+               ("decode_threads", images.DECODE_THREADS, "threads"), ("cpus", os.cpu_count() or 0, "cpus")]
     for name, runs in timings.items():
         wall, cpu = statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
         figures += [(f"{name}_wall", wall, "s"), (f"{name}_cpu", cpu, "s"), (f"{name}_rate", total / wall, "MB/s")]

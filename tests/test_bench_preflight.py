@@ -18,6 +18,6 @@ def test_it_prints_every_figure_of_the_generated_images(tmp_path, capsys):
     [root] = [p for p in tmp_path.iterdir() if (p / ".complete").is_file()]
     files = [p for p in (root / "image").rglob("*") if p.is_file()]
     assert figures["images"] == (len(files), "files")
-    for kind in ("cold", "cold_one_worker", "cold_threads", "warm"):
-        assert figures[f"{kind}_wall"][1] == figures[f"{kind}_cpu"][1] == "s"
-    assert figures["cold_speedup"][1] == figures["threads_speedup"][1] == "x"
+    for kind in ("cold", "cold_one_thread", "warm"):
+        assert figures[f"{kind}_wall"][1] == figures[f"{kind}_wall_min"][1] == figures[f"{kind}_cpu"][1] == "s"
+    assert figures["cold_speedup"][1] == figures["cold_speedup_of_minima"][1] == "x"

@@ -1,4 +1,4 @@
-"""The verified-image cache and the decoding processes (mobilemem.image_cache, mobilemem.image_pool).
+"""The verified-image cache (mobilemem.image_cache) and the decoding threads (mobilemem.images).
 
 Files written by a test are seconds old at most, which the cache never records (`SETTLE_NS`: a
 second write in the same timestamp tick would go unseen); the tests that need a record set it to 0
@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mobilemem import image_cache, image_pool
+from mobilemem import image_cache
 from mobilemem.dataset import load_dataset
 from mobilemem.image_cache import cache_dir, cache_file, verify_images
-from mobilemem.image_pool import inspect_images
-from mobilemem.images import ImageInfo, ImageProblem, inspect_image
+from mobilemem.images import ImageInfo, ImageProblem, inspect_image, inspect_images
 from mobilemem.records import ImageCacheFile
 from mobilemem.rundir import read_record, write_record
 
@@ -74,7 +73,9 @@ def test_an_unchanged_file_is_taken_from_the_cache_unread(tmp_path, cache, settl
         update={"sha256": "0" * 64})}
     write_record(cache_file(root), recorded.model_copy(update={"images": forged}))
     assert verify_images(paths, root).results[paths[0]].sha256 == "0" * 64
-    assert verify_images(paths, root, use_cache=False).results[paths[0]].sha256 == first.results[paths[0]].sha256
+    assert verify_images(paths[:1], root, use_cache=False).results[paths[0]].sha256 == first.results[paths[0]].sha256
+    refreshed = verify_images(paths, root)  # the full check rewrote its image's entry and kept the other
+    assert (refreshed.from_cache, refreshed.results) == (2, first.results)
 
 
 def test_a_file_rewritten_with_its_size_and_mtime_restored_is_checked_again(tmp_path, cache, settled):
@@ -163,7 +164,7 @@ def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):
     assert cache_file(tmp_path / "a").parent == tmp_path / "own"
 
 
-def test_the_processes_give_what_one_check_at_a_time_gives(tmp_path, monkeypatch):
+def test_the_threads_give_what_one_check_at_a_time_gives(tmp_path, monkeypatch):
     files = {f"{fmt}.img": _picture(fmt) for fmt in ("JPEG", "PNG", "GIF", "WEBP", "MPO")}
     jpeg = files["JPEG.img"]
     files |= {"cut.jpg": jpeg[:-300], "empty.png": b"", "text.png": b"hello", "bmp.png": _bmp(),
@@ -172,26 +173,12 @@ def test_the_processes_give_what_one_check_at_a_time_gives(tmp_path, monkeypatch
     (tmp_path / "link.png").symlink_to(paths[0])
     paths += [tmp_path / "link.png", tmp_path / "missing.png", tmp_path]
     one_by_one = {p: _checked(p) for p in paths}
-    pooled = inspect_images(paths, workers=2)
+    pooled = inspect_images(paths, threads=4)
     assert list(pooled) == paths
     assert {p: _shown(r) for p, r in pooled.items()} == {p: _shown(r) for p, r in one_by_one.items()}
     assert sum(isinstance(r, ImageInfo) for r in pooled.values()) == 5
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 48 * 64 - 1)  # the warning band: refused in the workers too
-    assert all("decompression-bomb" in str(r) for r in inspect_images(paths[:5], workers=2).values())
-
-
-def test_a_worker_that_died_is_a_one_line_problem(tmp_path):
-    _, [path] = _dataset(tmp_path, {"a.png": _picture("PNG")})
-    worker = image_pool._Worker()
-    try:
-        assert worker.check(path) == inspect_image(path)
-        worker.process.kill()
-        worker.process.wait()
-        with pytest.raises(image_pool._WorkerDied, match=r"^the image decoder process died checking it "
-                                                         r"\(exit status -9\)$"):
-            worker.check(path)
-    finally:
-        worker.close()
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 48 * 64 - 1)  # the warning band: refused from threads too
+    assert all("decompression-bomb" in str(r) for r in inspect_images(paths[:5], threads=4).values())
 
 
 def test_load_dataset_takes_the_cache_unless_told_not_to(sample_copy, cache, settled):

@@ -13,9 +13,9 @@ from mobilemem.images import (
     build_index,
     image_for_model,
     inspect_image,
+    inspect_images,
     reference_basename,
 )
-from mobilemem.image_pool import inspect_images
 from mobilemem.jpeg_markers import jpeg_structure_problem
 from mobilemem.png_data import CHANNELS, filtered_size, png_data_problem
 

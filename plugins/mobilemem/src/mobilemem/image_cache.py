@@ -34,14 +34,14 @@ from PIL import Image
 from pydantic import ValidationError
 
 from mobilemem import images, jpeg_markers, png_data
-from mobilemem.image_pool import Checked, inspect_images
-from mobilemem.images import ImageInfo, printable
+from mobilemem.images import ImageInfo, ImageProblem, inspect_images, printable
 from mobilemem.records import CachedImage, ImageCacheFile
 from mobilemem.rundir import write_record
 
 log = logging.getLogger(__name__)
 SETTLE_NS = 2_000_000_000
 _FileState = tuple[int, int, int]  # size, mtime_ns, ctime_ns
+Checked = ImageInfo | ImageProblem
 
 
 @dataclass(frozen=True)
@@ -82,19 +82,21 @@ def verify_images(paths: Sequence[Path], root: Path, *, use_cache: bool = True) 
     except (OSError, RuntimeError, KeyError) as exc:  # no home folder, say: no cache
         log.warning("image cache unavailable (%s): every image is checked", exc)
         return ImageVerification(inspect_images(paths), 0, len(paths))
-    cached = _load(file, root, checks) if use_cache else {}
+    cached = _load(file, root, checks)  # without use_cache, kept for the images this run does not check
     keys = {p: p.relative_to(root).as_posix() for p in paths}
     results: dict[Path, Checked] = {}
-    for path in paths:
+    for path in paths if use_cache else ():
         entry = cached.get(keys[path])
         if entry is not None and states[path] == (entry.size, entry.mtime_ns, entry.ctime_ns):
-            results[path] = ImageInfo(entry.format, entry.width, entry.height, entry.size, entry.sha256)
+            results[path] = ImageInfo(format=entry.format, width=entry.width, height=entry.height,
+                                      size=entry.size, sha256=entry.sha256)
     misses = [p for p in paths if p not in results]
     results.update(inspect_images(misses))
     fresh = {keys[p]: entry for p in misses if (entry := _entry(results[p], states[p], _state(p), started))
              and _encodable(keys[p])}
-    if fresh or any(keys[p] in cached for p in misses):
-        kept = {k: v for k, v in cached.items() if k not in {keys[p] for p in misses}}
+    checked = {keys[p] for p in misses}
+    if fresh or not checked.isdisjoint(cached):
+        kept = {key: entry for key, entry in cached.items() if key not in checked}
         _save(file, ImageCacheFile(dataset_root=str(root.resolve()), checks=checks, images={**kept, **fresh}))
     log.info("%d images: %d verified by the image cache, %d decoded", len(paths), len(paths) - len(misses),
              len(misses))
