@@ -1,26 +1,31 @@
-"""Processes of a benchmark: the simulator, a Prefect server and the runner, each its own process.
+"""Processes of a benchmark: the simulator, a Prefect server (on SQLite, or on a PostgreSQL of its
+own started by deployments/postgres.sh) and the runner, each its own process.
 
 Separate processes keep the simulator's and Prefect's work out of the runner's CPU and memory
 figures. Everything started here is stopped by `Processes.close()` (process groups, SIGTERM then
-SIGKILL), so a benchmark leaves nothing running.
+SIGKILL; the PostgreSQL cluster with `postgres.sh stop`, its folder removed), so a benchmark leaves
+nothing running.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+POSTGRES_SH = ROOT / "deployments" / "postgres.sh"
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT))
 
@@ -56,6 +61,11 @@ class RunnerStats:
 class Processes:
     started: list[subprocess.Popen] = field(default_factory=list)
     home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mobilemem-bench-")))
+    databases: list[Path] = field(default_factory=list)
+
+    @property
+    def server_log(self) -> Path:
+        return self.home / "prefect-server.out"
 
     def _spawn(self, cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
         process = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT,
@@ -71,26 +81,51 @@ class Processes:
         _wait(lambda: httpx.get(f"{url}/models", timeout=2).status_code == 200, process, "the simulator")
         return process, url
 
-    def prefect_server(self) -> tuple[subprocess.Popen, str]:
+    def postgres(self) -> tuple[str, int]:
+        """A PostgreSQL cluster of its own on a free port (deployments/postgres.sh): its connection URL
+        and the postmaster's PID. Its folder is outside `home`, which the postgres user cannot enter."""
+        data = Path(tempfile.mkdtemp(prefix="mobilemem-bench-pg-"))
+        self.databases.append(data)
+        done = subprocess.run([str(POSTGRES_SH), "start", str(data), str(free_port())], capture_output=True,
+                              text=True, timeout=900)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise RuntimeError(f"PostgreSQL did not start: {last}")
+        return done.stdout.strip(), int((data / "postmaster.pid").read_text().split()[0])
+
+    def prefect_server(self, database_url: str | None = None) -> tuple[subprocess.Popen, str]:
+        """`prefect server start` with the embedded server's settings, on SQLite in `home` or on
+        `database_url`. It logs every 503 it answers (PREFECT_SERVER_LOG_RETRYABLE_ERRORS) to
+        `server_log`."""
         port = free_port()
         from cli.console import EMBEDDED_SERVER_SETTINGS
 
-        env = {**os.environ, **EMBEDDED_SERVER_SETTINGS, "PREFECT_HOME": str(self.home / "prefect")}
+        level = os.environ.get("PREFECT_SERVER_LOGGING_LEVEL", "").upper()
+        env = {**os.environ, **EMBEDDED_SERVER_SETTINGS, "PREFECT_HOME": str(self.home / "prefect"),
+               "PREFECT_SERVER_LOG_RETRYABLE_ERRORS": "true",
+               # the 503 lines are errors; INFO (set by the caller) adds uvicorn's access log
+               "PREFECT_SERVER_LOGGING_LEVEL": level if level in ("DEBUG", "INFO") else "WARNING"}
+        if database_url:
+            env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
         process = self._spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                               "--port", str(port)], self.home / "prefect-server.out", env)
+                               "--port", str(port)], self.server_log, env)
         api = f"http://127.0.0.1:{port}/api"
         _wait(lambda: httpx.get(f"{api}/health", timeout=2).status_code == 200, process, "the Prefect server", 180)
         return process, api
 
-    def runner(self, args: list[str], env: dict[str, str]) -> RunnerStats:
-        """Run `python flows/mobilemem.py ARGS` and measure that process alone (os.wait4)."""
-        started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "flows/mobilemem.py", *args], cwd=ROOT,
+    def runner(self, args: list[str], env: dict[str, str], stderr: Path | None = None,
+               started: Callable[[int], None] = lambda pid: None, prefix: tuple[str, ...] = ()) -> RunnerStats:
+        """Run `python flows/mobilemem.py ARGS` (under `prefix`, e.g. a profiler that runs it as its
+        child) and measure that process and its children (os.wait4); `started` gets its PID as soon
+        as it exists."""
+        begun = time.perf_counter()
+        process = subprocess.Popen([*prefix, sys.executable, "flows/mobilemem.py", *args], cwd=ROOT,
                                    env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                                   stderr=(self.home / "runner.err").open("w"), start_new_session=True)
+                                   stderr=(stderr or self.home / "runner.err").open("w"), start_new_session=True)
+        started(process.pid)
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
-        return RunnerStats(exit_code=process.returncode, wall_s=time.perf_counter() - started,
+        return RunnerStats(exit_code=process.returncode, wall_s=time.perf_counter() - begun,
                            cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024)
 
     def close(self) -> None:
@@ -105,6 +140,10 @@ class Processes:
                     except ProcessLookupError:
                         pass
                     process.wait(timeout=10)
+        for data in self.databases:
+            subprocess.run([str(POSTGRES_SH), "stop", str(data)], capture_output=True, timeout=120)
+            shutil.rmtree(data, ignore_errors=True)
+        self.databases.clear()
 
 
 def _wait(check, process: subprocess.Popen, what: str, timeout: float = 60) -> None:

@@ -4,8 +4,8 @@
         --turns 48 --images 6 --size 2048 --noise 24 --questions 20 --cache DIR]
 
 On ``bench/fullsize.py``'s full-size user's dataset (generated once, cached under ``bench/.cache/``):
-``lifecycle.run_setup.preflight`` of a simulated run (configuration, dataset records, image index,
-every image checked, the run directory claimed; Prefect is imported before the first timing),
+``lifecycle.run_plan.preflight`` of a simulated run (configuration, dataset records, image index,
+every image checked, the run directory claimed; its modules imported before the first timing),
 timed ``--repeat`` times, interleaved:
 - ``cold``: an empty image cache (a new ``MOBILEMEM_CACHE_DIR``), every image decoded by
   ``DECODE_THREADS`` threads (one per core);
@@ -32,7 +32,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fullsize  # noqa: E402
-from lifecycle import run_setup  # noqa: E402
+from lifecycle import run_plan  # noqa: E402
 from mobilemem import images  # noqa: E402
 from mobilemem.records import RunRequest  # noqa: E402
 
@@ -57,7 +57,7 @@ class _Preflights:
         request = RunRequest(dataset=self.root, output=self.work / f"out{self.count}", simulate=True)
         with mock.patch.dict(os.environ, {"MOBILEMEM_CACHE_DIR": str(cache)}), \
                 mock.patch.object(images, "DECODE_THREADS", threads):
-            plan = run_setup.preflight(request)
+            plan = run_plan.preflight(request)
         plan.run.release_claim()
         return len(plan.dataset.image_sha256)
 

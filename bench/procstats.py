@@ -1,17 +1,21 @@
 """Processes of the benchmarks, seen through /proc (Linux only): the memory of a process, the
-members of a process group, a background VmRSS sampler, and starting / stopping a command as its
-own process group so that nothing outlives a benchmark."""
+members of a process group, a background VmRSS sampler, the CPU of a process tree and a background
+CPU sampler, and starting / stopping a command as its own process group so that nothing outlives a
+benchmark."""
 
 from __future__ import annotations
 
+import bisect
 import os
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Self
 
 PROC = Path("/proc")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def status_bytes(pid: int, field: str) -> int | None:
@@ -55,17 +59,16 @@ def group_members(pgid: int) -> list[int]:
     return sorted(members)
 
 
-class RssSampler:
-    """Samples ``VmRSS`` of one process every ``interval`` seconds in a daemon thread:
-    ``samples`` is a list of ``(unix time, bytes)``. Stops by itself when the process is gone."""
+class _Sampler:
+    """A daemon thread that calls `_tick` every ``interval`` seconds, from `__enter__` until
+    `__exit__` or until `_tick` returns False."""
 
-    def __init__(self, pid: int, interval: float = 0.2) -> None:
-        self.pid, self.interval = pid, interval
-        self.samples: list[tuple[float, int]] = []
+    def __init__(self, interval: float, name: str) -> None:
+        self.interval = interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -74,14 +77,91 @@ class RssSampler:
         self._thread.join()
 
     def _run(self) -> None:
-        while True:
-            rss = status_bytes(self.pid, "VmRSS")
-            if rss is not None:
-                self.samples.append((time.time(), rss))
-            elif self.samples or not os.path.exists(PROC / str(self.pid)):
-                return
-            if self._stop.wait(self.interval):
-                return
+        while self._tick() and not self._stop.wait(self.interval):
+            pass
+
+    def _tick(self) -> bool:
+        raise NotImplementedError
+
+
+class RssSampler(_Sampler):
+    """Samples ``VmRSS`` of one process every ``interval`` seconds in a daemon thread:
+    ``samples`` is a list of ``(unix time, bytes)``. Stops by itself when the process is gone."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        super().__init__(interval, f"rss-{pid}")
+        self.pid = pid
+        self.samples: list[tuple[float, int]] = []
+
+    def _tick(self) -> bool:
+        rss = status_bytes(self.pid, "VmRSS")
+        if rss is not None:
+            self.samples.append((time.time(), rss))
+            return True
+        return not self.samples and os.path.exists(PROC / str(self.pid))
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    try:
+        for task in (PROC / str(pid) / "task").iterdir():
+            children += [int(c) for c in (task / "children").read_text().split()]
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return children
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a process and every live descendant, each with its reaped
+    children's (PostgreSQL's backends, a runner's subprocesses); 0 once the process is gone."""
+    ticks, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        fields = _stat_fields(current)
+        if fields is not None:
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+            pending += _children(current)
+    return ticks / CLOCK_TICKS
+
+
+class CpuSampler(_Sampler):
+    """Samples `tree_cpu_seconds` of named processes every ``interval`` seconds in a daemon thread,
+    so that the CPU spent inside a time window (a run's first request to its last) can be read back
+    (`between`), not only over each process's whole life."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        super().__init__(interval, "cpu-sampler")
+        self.pids: dict[str, int] = {}
+        self.samples: dict[str, list[tuple[float, float]]] = {}
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        self._tick()
+
+    def watch(self, name: str, pid: int) -> None:
+        self.samples[name] = [(time.time(), tree_cpu_seconds(pid))]
+        self.pids[name] = pid
+
+    def _tick(self) -> bool:
+        for name, pid in list(self.pids.items()):
+            cpu = tree_cpu_seconds(pid)
+            if cpu > 0:
+                self.samples[name].append((time.time(), cpu))
+        return True
+
+    def between(self, name: str, start: float, end: float) -> float:
+        """CPU seconds of `name` from unix time `start` to `end`, interpolated between samples."""
+        return self._at(name, end) - self._at(name, start)
+
+    def _at(self, name: str, moment: float) -> float:
+        samples = self.samples[name]
+        i = bisect.bisect_left(samples, (moment, float("-inf")))
+        if i == 0:
+            return samples[0][1]
+        if i == len(samples):
+            return samples[-1][1]
+        (t0, c0), (t1, c1) = samples[i - 1], samples[i]
+        return c0 + (c1 - c0) * (moment - t0) / (t1 - t0) if t1 > t0 else c1
 
 
 def start_group(cmd: list[str], env: dict[str, str], log: Path, cwd: Path) -> subprocess.Popen:

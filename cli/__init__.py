@@ -8,8 +8,9 @@
     python flows/mobilemem.py compare RUN_A RUN_B [--out DIR]          (cli.compare)
 
 `python -m cli` and `python -m flows.mobilemem` are the same. A command is imported only when it is
-the one asked for: `report` and `compare` load neither Prefect nor ReMe. Exit codes: cli.exit_codes;
-the console and signals of a run: cli.console, cli.signals.
+the one asked for, and none loads Prefect, ReMe or the model client before a run has passed its
+preflight (`cli.run_flow` is the first module that does; tests/test_startup_imports.py). Exit
+codes: cli.exit_codes; the console and signals of a run: cli.console, cli.signals.
 """
 
 from __future__ import annotations

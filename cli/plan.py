@@ -1,7 +1,7 @@
 """`plan` (issue 14): after the full dataset preflight, the counts, what `--reuse` would copy (the lookups
 of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula.
 No model request, no file written: the run's request, configuration and dataset preflight
-(`run_setup.configured`, `.selected`), but unlike `run_setup.preflight` nothing claims the run directory."""
+(`run_plan.configured`, `.selected`), but unlike `run_plan.preflight` nothing claims the run directory."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from mobilemem.records import Config, DEFAULT_KIND, JudgeSettingsFile, RunReques
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
-from mobilemem.models import Endpoint
+from mobilemem.endpoints import Endpoint
 from mobilemem.prompts import frozen_hashes
 from mobilemem.rundir import RunDir
-from lifecycle import run_setup
+from lifecycle import run_plan
 from lifecycle.reuse_match import UserMatch, match_user
 from lifecycle.provenance import candidate_provenance  # as run.json records it: fingerprints agree
 from cli.arguments import CommandParser, positive, user_ids
@@ -156,10 +156,10 @@ def main(argv: list[str]) -> int:
                          users=args.users, limit_questions=args.limit_questions, simulate=args.simulate,
                          reuse=args.reuse, candidate=args.candidate)
     try:
-        config, _ = run_setup.configured(request)  # as the run's preflight
+        config, _ = run_plan.configured(request)  # as the run's preflight
         judge, note = _judge_endpoint(config, args.simulate)
         settings = mobilemem_judge.judge_settings(config.judge, judge)
-        dataset = run_setup.selected(request, config)
+        dataset = run_plan.selected(request, config)
         found = _reuse(args, dataset, config, settings)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ from cli.arguments import CommandParser, refuse
 
 def rejudge_request(argv: Sequence[str]) -> RunRequest | int:
     """The request of a rejudge run: the earlier run's dataset, users, question limit,
-    model and simulator flag; its configuration is the base (lifecycle.run_setup.preflight), or the
+    model and simulator flag; its configuration is the base (lifecycle.run_plan.preflight), or the
     exit status of a refusal."""
     parser = CommandParser(
         prog="python flows/mobilemem.py rejudge",

@@ -12,7 +12,7 @@ from mobilemem.metrics import score_text
 from mobilemem.records import SummaryFile
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
 from mobilemem.summary import liveness
-from lifecycle.run_setup import HEARTBEAT_S
+from lifecycle.heartbeat import STALE_AFTER_S
 from lifecycle.summary_files import write_summary
 from cli.arguments import refuse, run_dir_argument
 
@@ -41,7 +41,7 @@ def main(argv: Sequence[str]) -> int:
         return refuse("summarize", exc, run_dir)
     report_damage("summarize", run_dir, summary.damaged)
     print(headline(run_dir, summary))
-    why = liveness(RunReader.open(run_dir).plan, datetime.now(UTC), 3 * HEARTBEAT_S + 30)
+    why = liveness(RunReader.open(run_dir).plan, datetime.now(UTC), STALE_AFTER_S)
     if why is not None:
         print(f"mobilemem: the run in {run_dir} is not alive: {why}; its {summary.not_attempted} questions "
               "without an outcome are reported as not attempted (status not_run)", file=sys.stderr)

@@ -40,7 +40,7 @@ from mobilemem.failure_kinds import FailureKind
 from mobilemem.records import Failure, RunRequest, RunState
 from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
-from lifecycle import run_setup
+from lifecycle import run_plan, run_setup
 from tasks.answer import answer_question
 from lifecycle.context import RunContext, UserContext, lookup
 from tasks.finalize import finalize
@@ -166,7 +166,7 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                          limit_questions=limit_questions, simulate=simulate, reuse=reuse, rejudge=rejudge,
                          judge_model=judge_model, candidate=candidate)
     try:
-        plan = run_setup.planned(request)  # the command line's, or a deployment run's own preflight
+        plan = run_plan.planned(request)  # the command line's, or a deployment run's own preflight
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback
         get_run_logger().error("refused to start: %s", exc)
         return Failed(message=f"refused to start: {exc}")

@@ -20,6 +20,7 @@ from mobilemem.disk import DiskGuard
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
+from lifecycle.collections_pacer import CollectionPacer
 from lifecycle.dashboard import Dashboard, UserProgress
 
 
@@ -43,6 +44,7 @@ class RunContext:
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
     session_notes: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # per user, for attribution
+    collections: CollectionPacer = field(default_factory=CollectionPacer)  # one for the process's users
 
     def scheduled(self, user_id: int) -> ScheduledUser:
         return next(u for u in self.dataset.users if u.user_id == user_id)
@@ -64,6 +66,7 @@ class UserContext:
     disk: DiskGuard
     judge_settings: JudgeSettingsFile
     memory_fingerprint: str
+    collections: CollectionPacer = field(default_factory=CollectionPacer)
 
 
 _RUNS: dict[str, RunContext] = {}
@@ -87,4 +90,4 @@ def user_context(context: RunContext, user_id: int, candidate: Candidate) -> Use
                        candidate_model=context.candidate_model, judge_model=context.judge_model,
                        progress=context.dashboard.progress[user_id], dashboard=context.dashboard,
                        disk=context.disk, judge_settings=context.judge_settings,
-                       memory_fingerprint=context.memory_fingerprints[user_id])
+                       memory_fingerprint=context.memory_fingerprints[user_id], collections=context.collections)

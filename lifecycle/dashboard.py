@@ -126,7 +126,7 @@ class Dashboard:
 
     identity: RunIdentity
     progress: dict[int, UserProgress]
-    task_artifacts: bool = True  # config dashboard.task_artifacts
+    task_artifacts: bool = False  # config dashboard.task_artifacts
     _tables: dict[str, tuple[UUID, int]] = field(default_factory=dict)  # key → (artifact id, version shown)
     _queue: queue.SimpleQueue[ArtifactCreate | _NewTable] = field(default_factory=queue.SimpleQueue)
     _stop: threading.Event = field(default_factory=threading.Event)

@@ -8,8 +8,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mobilemem.records import CandidateProvenance, Config, DEFAULT_KIND
-from mobilemem.reme import PLUGIN_NAME
-from mobilemem.reme import app as reme_app
+from mobilemem.reme import PLUGIN_NAME, PRESET
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
             "pillow", "pydantic", "numpy")
@@ -41,6 +40,6 @@ def candidate_provenance(config: Config) -> CandidateProvenance:
     versions, kind = package_versions(), config.candidate.kind
     reme = kind == DEFAULT_KIND
     return CandidateProvenance(kind=kind, reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
-                               preset=reme_app.PRESET if reme else "none", plugin=PLUGIN_NAME if reme else "none",
+                               preset=PRESET if reme else "none", plugin=PLUGIN_NAME if reme else "none",
                                plugin_version=versions["mobilemem"],
                                inject_runtime_state=config.candidate.inject_runtime_state and reme)

@@ -1,19 +1,16 @@
 """summary.json and results.jsonl: a pure function of the run directory's files, rewritten at the
-end of a run, after a stop, and by `python flows/mobilemem.py summarize RUN_DIR`; report.html from
-them at the end of a run (and by `report RUN_DIR`). A failure past the scores is a cleanup error."""
+end of a run, after a stop, and by `python flows/mobilemem.py summarize RUN_DIR` (which loads none
+of the report's libraries: report.html is `lifecycle.report_file`'s). A failure past the scores is a
+cleanup error."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from mobilemem.errors import error_record
 from mobilemem.records import SummaryFile
 from mobilemem.rundir import RunDir, append_error, write_bytes_atomic, write_record
 from mobilemem.summary import summarize_run
-from mobilemem_judge.analysis.report import write_report
-
-log = logging.getLogger(__name__)
 
 
 def write_summary(run_dir: Path) -> SummaryFile:
@@ -33,14 +30,3 @@ def count_cleanup_error(run_dir: Path, summary: SummaryFile, exc: Exception) -> 
     except OSError:
         pass
     return summary.model_copy(update={"cleanup_error_count": summary.cleanup_error_count + 1})
-
-
-def write_report_counted(run_dir: Path, summary: SummaryFile) -> tuple[SummaryFile, bool]:
-    """report.html from summary.json and the run's files, and whether it was written; a failure is a
-    cleanup error (the scores are on disk; `report RUN_DIR` writes it again)."""
-    try:
-        write_report(run_dir)
-    except Exception as exc:
-        log.warning("report.html was not written: %s: %s", type(exc).__name__, exc)
-        return count_cleanup_error(run_dir, summary, exc), False
-    return summary, True

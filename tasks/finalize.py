@@ -16,7 +16,8 @@ from mobilemem.records import RunFile, SummaryFile
 from mobilemem.rundir import RunDir, read_record
 from mobilemem.summary import summarize_run
 from lifecycle.dashboard import RunIdentity
-from lifecycle.summary_files import count_cleanup_error, write_report_counted, write_summary
+from lifecycle.report_file import write_report_counted
+from lifecycle.summary_files import count_cleanup_error, write_summary
 
 log = logging.getLogger(__name__)
 ARTIFACTS_TIMEOUT_S = 15.0  # a busy or lost API delays the end of the run by this much at most

@@ -4,8 +4,8 @@ A failed session ends its task run Failed (the reason as its message)."""
 
 from __future__ import annotations
 
-import gc
 from datetime import UTC, datetime
+from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -24,10 +24,15 @@ from lifecycle.gaps import guarded_step, save, write_failure
 async def ingest_session(session: CandidateSession, user: UserContext) -> StepOutcome:
     # a failed session ends the user's history
     outcome = await guarded_step(user, "ingest", lambda: _ingest(session, user), session_id=session.session_id)
-    # A session's messages and HTTP exchanges (tens of MB of images) are reference cycles; without a
-    # collection here they pile up between rare full collections (bench/README.md, peak RSS).
-    gc.collect()
+    user.collections.ingested(sum(_size(user.dataset_root / t.image.path) for t in session.turns if t.image))
     return outcome
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # the session's own record says what went wrong with its image
+        return 0
 
 
 async def _ingest(session: CandidateSession, user: UserContext) -> StepOutcome:

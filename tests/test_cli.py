@@ -4,7 +4,7 @@ import sys
 import pytest
 
 # Prefect imported at collection: its console handler keeps the real stderr, not a test's capture
-import cli.run  # noqa: F401
+import cli.run_flow  # noqa: F401
 from conftest import ROOT
 from cli import main
 

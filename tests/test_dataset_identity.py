@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from lifecycle import run_setup
+from lifecycle import run_plan, run_setup
 from mobilemem.config import load_config
 from mobilemem.dataset import load_dataset
 from mobilemem.dataset_identity import DatasetIdentity, first_difference, images_digest
@@ -32,7 +32,7 @@ def _memories(root) -> dict[int, str]:
 
 
 def _manifest(root, out):
-    return run_setup._manifest(run_setup.preflight(RunRequest(dataset=root, output=out, simulate=True)))
+    return run_setup._manifest(run_plan.preflight(RunRequest(dataset=root, output=out, simulate=True)))
 
 
 def test_the_hash_is_of_the_files_bytes(sample_root):

@@ -148,3 +148,44 @@ def _lines() -> dict[str, int]:
 
 def test_every_module_is_at_most_the_limit():
     assert {name: count for name, count in _lines().items() if count > MAX_LINES} == {}
+
+
+# The commands that run no flow (and a run until its preflight has passed) load none of these
+# (issue 24); `cli.run.evaluate` imports `cli.run_flow`, which does, inside the function.
+FLOW_MACHINERY = ("prefect", "reme", "agentscope", "openai")
+NO_FLOW_COMMANDS = ("cli", "cli.run", "cli.summarize", "cli.plan", "cli.rejudge", "cli.report", "cli.compare")
+
+
+def _imported_on_load(module: str, path: Path) -> set[str]:
+    """What importing the module imports: not what a function body does later, nor a type-only import."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    later = _type_only(tree) | {id(inner) for node in ast.walk(tree)
+                                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for inner in ast.walk(node)}
+    return {name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in later
+            for name in _imported(module, path, node)}
+
+
+def _packages_loaded_by(start: str) -> dict[str, str]:
+    """Each outside package that importing `start` loads, with the chain of application modules that
+    leads to it (importing `a.b` runs `a` first, so a package's `__init__` counts too)."""
+    chains, found, todo = {start: start}, {}, [start]
+    while todo:
+        module = todo.pop()
+        for name in _imported_on_load(module, MODULES[module]):
+            target = _resolve(name)
+            if target is None:
+                found.setdefault(name.split(".")[0], f"{chains[module]} -> {name}")
+                continue
+            parts = target.split(".")
+            for step in (".".join(parts[:n]) for n in range(1, len(parts) + 1)):
+                if step in MODULES and step not in chains:
+                    chains[step] = f"{chains[module]} -> {step}"
+                    todo.append(step)
+    return found
+
+
+def test_the_commands_that_run_no_flow_load_no_flow_machinery():
+    assert "prefect" in _packages_loaded_by("lifecycle.run_setup")  # the walk sees what opening a run loads
+    loaded = {f"{module}: {package}": chain for module in NO_FLOW_COMMANDS
+              for package, chain in _packages_loaded_by(module).items() if package in FLOW_MACHINERY}
+    assert loaded == {}

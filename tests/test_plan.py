@@ -26,7 +26,7 @@ from mobilemem.prompts import frozen_hashes
 from mobilemem.records import (AnswerResponse, AnswerResponseFile, JobFile, JudgmentFile, MemoryUsageFile, MetricsFile,
                                RunFile, RunRequest, Usage)
 from mobilemem.rundir import RunDir, write_record
-from lifecycle import provenance, run_setup
+from lifecycle import provenance, run_plan, run_setup
 from cli.plan import main
 
 NOW = datetime.now(UTC)
@@ -183,7 +183,7 @@ def earlier(sample_root, tmp_path) -> Path:
         candidate=provenance.candidate_provenance(config), started_at=NOW, finished_at=NOW, flow_run_id="earlier-flow-run",
         simulated=True, state="completed", users=[0, 1, 2])
     write_record(run.run, manifest)
-    plan = run_setup.Plan(manifest.args, config, dataset, run, True, None, None, [])
+    plan = run_plan.Plan(manifest.args, config, dataset, run, True, None, None, [])
     memory = run_setup._memory_fingerprints(plan, config.model, manifest)[0]
     write_record(run.user(0).memory_usage, MemoryUsageFile(user_id=0, sessions=4, usage=Usage(),
                                                            memory_fingerprint=memory, manifest=[]))

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from mobilemem.records import RunRequest
-from lifecycle import run_setup
+from lifecycle import run_plan
 from cli.rejudge import rejudge_request
 
 OLDER_ARGS = {"dataset": "/data/MobileMem-Omni", "output": "runs", "model": "qwen3.8-max", "user_concurrency": None,
@@ -46,7 +46,7 @@ def test_an_unknown_field_is_refused():
 
 def test_the_flags_override_the_configuration():
     request = RunRequest(dataset=Path("d"), output=Path("o"), model="m", judge_model="j", candidate="no-memory")
-    assert run_setup.overrides(request) == {"model": "m", "user_concurrency": None, "query_concurrency": None,
+    assert run_plan.overrides(request) == {"model": "m", "user_concurrency": None, "query_concurrency": None,
                                             "judge": {"model": "j"}, "candidate": {"kind": "no-memory"}}
 
 

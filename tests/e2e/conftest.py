@@ -68,10 +68,12 @@ def faulty_run(sample_root, simulator, tmp_path_factory):
             raise OSError("disk full while writing the index (injected)")
         return await real_build(app)
 
+    config = tmp_path_factory.mktemp("config") / "config.yaml"
+    config.write_text("dashboard:\n  task_artifacts: true\n", encoding="utf-8")  # the dashboard shows everything
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MOBILEMEM_INJECT_CLEANUP_ERROR", "1")
         mp.setattr(reme_app, "build_index", failing_build)
-        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"))
+        code, run = run_cli(mp, simulator, sample_root, tmp_path_factory.mktemp("out"), "--config", str(config))
     requests = simulator.requests
     simulator.reset()
     return code, run, requests, answer_q, judge_q

@@ -185,7 +185,7 @@ def test_report_command_names_a_damaged_record_and_refuses_a_run_without_summary
 
 
 def test_a_report_that_cannot_be_written_is_a_cleanup_error(baseline_run, tmp_path):
-    from lifecycle.summary_files import write_report_counted
+    from lifecycle.report_file import write_report_counted
     from mobilemem.records import ErrorLine
 
     _, run, _, _ = baseline_run

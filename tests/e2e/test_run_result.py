@@ -11,7 +11,7 @@ from prefect.client.schemas.objects import StateType
 from e2e.runs import errors, run_cli, summary
 from mobilemem.records import RunFile, RunRequest
 from mobilemem.rundir import RunDir, read_record
-from lifecycle import run_setup
+from lifecycle import run_plan
 
 pytestmark = pytest.mark.slow
 
@@ -52,16 +52,16 @@ def test_a_run_that_scored_is_completed_named_with_its_result(baseline_run):
 def test_preflight_runs_once_and_run_json_holds_the_request(sim, sample_root, tmp_path, monkeypatch):
     """The command line's plan is the flow's (no second dataset preflight), and run.json's `args` is
     the typed request the command line built."""
-    real, requests = run_setup.preflight, []
+    real, requests = run_plan.preflight, []
 
-    def counted(request: RunRequest) -> run_setup.Plan:
+    def counted(request: RunRequest) -> run_plan.Plan:
         requests.append(request)
         return real(request)
 
-    monkeypatch.setattr(run_setup, "preflight", counted)
+    monkeypatch.setattr(run_plan, "preflight", counted)
     code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out", "--users", "0", "--limit-questions", "1",
                         base_url=f"http://127.0.0.1:{_closed_port()}/v1")
     assert code == 4 and len(requests) == 1
     asked = RunRequest(dataset=sample_root, output=tmp_path / "out", users=[0], limit_questions=1)
     assert requests == [asked] and read_record(run.run, RunFile).args == asked
-    assert run_setup._PREFLIGHTED == {}  # the flow took the plan
+    assert run_plan._PREFLIGHTED == {}  # the flow took the plan

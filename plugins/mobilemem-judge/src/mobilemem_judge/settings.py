@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mobilemem.records import JudgePreset, JudgeSettingsFile
 from mobilemem.errors import ConfigError
-from mobilemem.models import Endpoint
+from mobilemem.endpoints import Endpoint
 from mobilemem_judge.parse import PARSER_VERSION
 from mobilemem_judge.rubric import rubric_sha256
 

@@ -1,8 +1,5 @@
-"""Model endpoints and the one factory that builds AgentScope chat models for a role (DESIGN §4.4, §7).
-
-Only `Endpoint.from_env` reads credentials, and only from the environment: `LLM_API_KEY` /
-`LLM_BASE_URL` for the candidate; `JUDGE_API_KEY` / `JUDGE_BASE_URL` (falling back to the LLM
-ones) and `JUDGE_MODEL_NAME` for the judge. Every credential is registered with the sanitizer.
+"""The one factory that builds AgentScope chat models for a role (DESIGN §4.4, §7), on the
+`Endpoint` of `mobilemem.endpoints` (where credentials are read; importable from here too).
 
 `build_chat_model` sets zero retries at every layer (openai client, AgentScope model; the agent's
 `ModelConfig` defaults to 0 and gets no fallback model), the per-request timeout, and an httpx
@@ -16,74 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal, TypeVar
-from urllib.parse import urlsplit
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import httpx
 import openai
 from agentscope.credential import OpenAICredential
 from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase, ChatResponse, OpenAIChatModel
-from pydantic import BaseModel, ConfigDict, SecretStr
 
 from mobilemem import usage
-from mobilemem.records import CandidatePreset, Config, Failure, ObservedRequest, RequestPreset
-from mobilemem.errors import ConfigError, describe, register_secret
+from mobilemem.endpoints import Endpoint
+from mobilemem.records import CandidatePreset, Failure, ObservedRequest, RequestPreset
+from mobilemem.errors import describe
 from mobilemem.failure_kinds import FailureKind, failure_label
 from mobilemem.transport import RecordingTransport
 
+
 T = TypeVar("T")
-Role = Literal["candidate", "judge"]
-SIMULATED_KEY = "simulated-key"
 # What a failed model call raises below the agent: HTTP status, connection, timeout, and a body
 # that is not JSON (the openai SDK lets json.JSONDecodeError through).
 MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, json.JSONDecodeError)
-
-
-class Endpoint(BaseModel):
-    """Where a role's requests go. Never serialized into any run-directory file."""
-
-    model_config = ConfigDict(frozen=True)
-    role: Role
-    model: str
-    base_url: str
-    api_key: SecretStr
-    model_from_env: bool = False
-
-    @classmethod
-    def from_env(cls, role: Role, config: Config, environ: Mapping[str, str] | None = None) -> Endpoint:
-        env = os.environ if environ is None else environ
-        key, url = env.get("LLM_API_KEY"), env.get("LLM_BASE_URL")
-        model, from_env = config.model, False
-        if role == "judge":
-            key, url = env.get("JUDGE_API_KEY") or key, env.get("JUDGE_BASE_URL") or url
-            model, from_env = env.get("JUDGE_MODEL_NAME") or config.judge.model, bool(env.get("JUDGE_MODEL_NAME"))
-        missing = [name for name, value in (("API key", key), ("base URL", url)) if not value]
-        if missing:
-            names = "LLM_API_KEY and LLM_BASE_URL" if role == "candidate" else \
-                "JUDGE_API_KEY/JUDGE_BASE_URL or LLM_API_KEY/LLM_BASE_URL"
-            raise ConfigError(f"no {' or '.join(missing)} for the {role} model: set {names}, "
-                              "or pass --simulate to use the local simulator")
-        assert key is not None and url is not None
-        register_secret(key)
-        _refuse_url_credentials(url, role)
-        return cls(role=role, model=model, base_url=url, api_key=SecretStr(key), model_from_env=from_env)
-
-    @classmethod
-    def simulated(cls, role: Role, config: Config, base_url: str) -> Endpoint:
-        model = config.model if role == "candidate" else config.judge.model
-        return cls(role=role, model=model, base_url=base_url, api_key=SecretStr(SIMULATED_KEY))
-
-
-def _refuse_url_credentials(url: str, role: Role) -> None:
-    """user:password@ in a base URL would become an Authorization header that replaces the API key."""
-    parts = urlsplit(url)
-    if parts.username is not None or parts.password is not None:
-        names = "LLM_BASE_URL" if role == "candidate" else "JUDGE_BASE_URL (or LLM_BASE_URL)"
-        raise ConfigError(f"{names} carries credentials (user:password@): remove them from the URL and "
-                          "put the key in the API key variable")
 
 
 def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatModel:

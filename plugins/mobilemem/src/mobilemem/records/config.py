@@ -57,7 +57,7 @@ class JudgePreset(RequestPreset):
 
 
 class DashboardPreset(_Section):
-    task_artifacts: bool = True  # one artifact per task run linking the run-directory files it wrote
+    task_artifacts: bool = False  # one artifact per task run linking the run-directory files it wrote
 
 
 class Config(_Section):

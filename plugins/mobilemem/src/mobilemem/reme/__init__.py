@@ -9,3 +9,4 @@ Importing this package loads nothing heavy.
 """
 
 PLUGIN_NAME = "mobilemem"
+PRESET = "benchmark"  # the ReMe preset every user's application starts from (`app`)

@@ -24,9 +24,8 @@ from reme.config.config_parser import resolve_app_config
 from mobilemem.candidate import IndexResponse
 from mobilemem.records import CandidatePreset
 from mobilemem.errors import MobilememError
-from mobilemem.reme import PLUGIN_NAME
+from mobilemem.reme import PLUGIN_NAME, PRESET
 
-PRESET = "benchmark"
 WRAPPER_BACKEND = "mobilemem_agentscope"  # plugin.yaml: ReMe's AgentScope wrapper, runtime state switchable
 NO_EMBEDDINGS = ("as_embedding", "embedding_store")
 log = logging.getLogger("mobilemem.reme.log")

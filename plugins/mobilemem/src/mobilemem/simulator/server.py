@@ -87,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
         rule = sim.select_fault(role, raw_text, json.dumps(body, ensure_ascii=False))
         self._entry = entry = sim.begin(role, final, body, rule)
         try:
+            if sim.on_started is not None:
+                sim.on_started(entry)
             sim.pause(sim.latency_s)
             self._answer(entry, body, rule)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. its timeout)

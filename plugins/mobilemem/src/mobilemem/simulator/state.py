@@ -47,6 +47,7 @@ class Simulator:
         self._stopping = threading.Event()
         self.latency_s = latency_s
         self.keep_log = True  # False: no request log in memory (bodies hold every image sent)
+        self.on_started: Callable[[LoggedRequest], None] | None = None  # in the request's thread; may block it
         self.on_finished: Callable[[LoggedRequest], None] | None = None
 
     @property
@@ -81,13 +82,14 @@ class Simulator:
         self._table = FaultTable(rules)
 
     def reset(self) -> None:
-        """Forget the log, the fault rules (and their hit counts), in-flight maxima and latency."""
+        """Forget the log, the fault rules (and their hit counts), in-flight maxima, latency and `on_started`."""
         with self._lock:
             self._log.clear()
             self._routes.clear()
             self._max.clear()
         self.faults = ()
         self.latency_s = 0.0
+        self.on_started = None
 
     def max_in_flight(self, role: str | None = None) -> int:
         with self._lock:
