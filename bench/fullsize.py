@@ -162,6 +162,16 @@ def ensure_dataset(spec: DatasetSpec, cache: Path) -> tuple[Path, float]:
     return ensure_cached(cache / spec.key(), generate, " ".join(spec.arguments()))
 
 
+def dataset_and_repeat(argv: Sequence[str] | None, prog: str, description: str) -> tuple[Path, int]:
+    """For the benchmarks that time preflight on the full-size user's dataset: that dataset (made
+    from this script's dataset options; its other options are accepted and ignored) and --repeat."""
+    args, rest = build_parser().parse_known_args(argv)
+    repeat = argparse.ArgumentParser(prog=prog, description=description)
+    repeat.add_argument("--repeat", type=int, default=3, help="timings of each kind (default 3)")
+    spec = DatasetSpec(1, args.sessions, args.turns, args.images, args.questions, args.size, args.noise)
+    return ensure_dataset(spec, args.cache)[0], repeat.parse_args(rest).repeat
+
+
 def _base_env() -> dict[str, str]:
     """This environment without the caller's model credentials or Prefect settings."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "JUDGE_", "PREFECT_"))}

@@ -5,16 +5,16 @@
 
 On ``bench/fullsize.py``'s full-size user's dataset (generated once, cached under ``bench/.cache/``):
 ``load_dataset`` (preflight: every record checked, every image read once, decoded in full and
-hashed) timed ``--repeat`` times, interleaved with the same preflight whose sha256 is a no-op and
-with sha256 alone over every image's bytes (one thread): wall and CPU seconds (this process, all
-threads; CPU is less disturbed by other work on the machine). The files are read once before the first timing, so every figure is of warm
+hashed, without the verified-image cache) timed ``--repeat`` times, interleaved with the same
+preflight whose sha256 is a no-op and with sha256 alone over every image's bytes (one thread):
+wall and CPU seconds (this process, all threads; CPU is less disturbed by other work on the
+machine). The files are read once before the first timing, so every figure is of warm
 page-cache reads: a first preflight after a reboot also waits for the disk. One
 ``name value unit`` line per figure, medians over the repeats; MB = 10^6 bytes.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import statistics
@@ -57,17 +57,21 @@ def _hash_all(paths: list[Path]) -> None:
         hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _preflight(root: Path) -> Dataset:
+    return load_dataset(root, image_cache=False)
+
+
 def _without_hashes(root: Path) -> Dataset:
     with mock.patch.object(images, "hashlib", SimpleNamespace(sha256=_NoHash)):  # images.py's name only
-        return load_dataset(root)
+        return _preflight(root)
 
 
 def measure(root: Path, repeat: int) -> list[tuple[str, float, str]]:
-    dataset = load_dataset(root)  # warms the page cache
+    dataset = _preflight(root)  # warms the page cache
     paths = sorted(dataset.root / p for p in dataset.image_sha256)
     total = sum(p.stat().st_size for p in paths) / MB
     kinds: dict[str, Callable[[], object]] = {
-        "preflight_with_hashes": lambda: load_dataset(root), "preflight_without_hashes": lambda: _without_hashes(root),
+        "preflight_with_hashes": lambda: _preflight(root), "preflight_without_hashes": lambda: _without_hashes(root),
         "sha256_alone_one_thread": lambda: _hash_all(paths)}
     timings: dict[str, list[tuple[float, float]]] = {name: [] for name in kinds}
     for _ in range(repeat):  # interleaved, so that a busy spell of the machine falls on every kind
@@ -85,12 +89,8 @@ def measure(root: Path, repeat: int) -> list[tuple[str, float, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """fullsize.py's dataset options (its other options are accepted and ignored) and --repeat."""
-    args, rest = fullsize.build_parser().parse_known_args(argv)
-    repeat = argparse.ArgumentParser(prog="python bench/image_hashes.py", description=__doc__.splitlines()[0])
-    repeat.add_argument("--repeat", type=int, default=3, help="timings of each kind (default 3)")
-    spec = fullsize.DatasetSpec(1, args.sessions, args.turns, args.images, args.questions, args.size, args.noise)
-    root, _ = fullsize.ensure_dataset(spec, args.cache)
-    for name, value, unit in measure(root, repeat.parse_args(rest).repeat):
+    root, repeat = fullsize.dataset_and_repeat(argv, "python bench/image_hashes.py", __doc__.splitlines()[0])
+    for name, value, unit in measure(root, repeat):
         print(f"{name} {value:.3f} {unit}" if isinstance(value, float) else f"{name} {value} {unit}")
     return 0
 

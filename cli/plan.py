@@ -164,7 +164,8 @@ def main(argv: list[str]) -> int:
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)
         return 1
-    lines = ["mobilemem plan: preflight passed; no model request sent, nothing written", f"dataset {dataset.root}",
+    lines = ["mobilemem plan: preflight passed; no model request sent, nothing written but the image cache",
+             f"dataset {dataset.root}",
              f"models: candidate {config.model}, judge {settings.model}{' (simulated)' if args.simulate else ''}"]
     if args.output is not None:
         run = RunDir.for_output(args.output, config.model, config.candidate.kind)

@@ -92,7 +92,7 @@ def configured(request: RunRequest) -> tuple[Config, RunFile | None]:
 def selected(request: RunRequest, config: Config) -> Dataset:
     """The dataset's preflight, of the users and questions the request selects."""
     return load_dataset(request.dataset, users=request.users, limit_questions=request.limit_questions,
-                        max_session_images=config.candidate.max_images)
+                        max_session_images=config.candidate.max_images, image_cache=config.image_cache)
 
 
 def preflight(request: RunRequest) -> Plan:

@@ -43,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PREFECT_HOME"] = str(factory.mktemp("prefect-home", numbered=False))
     home = factory.mktemp("home", numbered=False)
     os.environ["HOME"] = str(home)
+    os.environ["MOBILEMEM_CACHE_DIR"] = str(factory.mktemp("cache", numbered=False))  # the image cache
     config.stash[_SUITE_HOME] = home
 
 

@@ -5,7 +5,7 @@ root or under `omni/`), checks every record, cross-reference and image reference
 returns a `Dataset` or raises `DatasetError` listing every problem, one line each. Whatever
 would only fail later is refused here, before any model request: rules on one record are in
 `mobilemem.dataset_records`, rules across records in `mobilemem.dataset_checks`, and every image
-that is sent is decoded in full (`mobilemem.images.inspect_images`).
+that is sent is decoded in full (`mobilemem.images`), once per file state (`mobilemem.image_cache`).
 
 Raw file shapes stay in `mobilemem.dataset_records`. Other modules see only views named for their
 reader: `CandidateSession` and `CandidateQuestion` have no reference fields at all;
@@ -37,7 +37,8 @@ from mobilemem.dataset_records import (
 from mobilemem.dataset_identity import DatasetIdentity, images_digest
 from mobilemem.dataset_text import text_problem
 from mobilemem.errors import DatasetError
-from mobilemem.images import ImageIndex, ImageInfo, ImageProblem, build_index, inspect_images, printable, quoted
+from mobilemem.image_cache import verify_images
+from mobilemem.images import ImageIndex, ImageInfo, ImageProblem, build_index, printable, quoted
 
 DATASET_ID = "zjunlp/MobileMem-Omni"
 DATASET_REVISION = "989ba00900bddf4e0d4b0c7dd52f0840a7ee3a54"
@@ -187,8 +188,9 @@ def _judge_question(record: QuestionsRecord, q: QuestionRecord) -> JudgeQuestion
                          difficulty=q.difficulty, language=q.language or record.language)
 
 
-def _inspect_referenced(index: ImageIndex, users: list[tuple[int, list[SessionRecord]]]) -> _Checked:
-    """Every file that these users' image turns resolve to, inspected (decoded) once, in parallel."""
+def _inspect_referenced(index: ImageIndex, users: list[tuple[int, list[SessionRecord]]], base: Path,
+                        image_cache: bool) -> _Checked:
+    """Every file that these users' image turns resolve to, inspected once, in parallel (or cached)."""
     paths = set()
     for uid, sessions in users:
         for turn in (t for s in sessions for t in s.dialogue if t.content_type == "image" and t.image_inline):
@@ -196,7 +198,7 @@ def _inspect_referenced(index: ImageIndex, users: list[tuple[int, list[SessionRe
                 paths.add(index.resolve(uid, turn.image_inline))
             except ImageProblem:
                 continue  # reported with its session and turn when the views are built
-    return inspect_images(sorted(paths))
+    return verify_images(sorted(paths), base, use_cache=image_cache).results
 
 
 def _image_hashes(users: list[ScheduledUser], base: Path, checked: _Checked) -> dict[str, str]:
@@ -261,9 +263,10 @@ def _check_records(users: dict[int, _Entry], questions: dict[int, _Entry], probl
 
 
 def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questions: int | None = None,
-                 max_session_images: int | None = None) -> Dataset:
+                 max_session_images: int | None = None, image_cache: bool = True) -> Dataset:
     """Validate the whole release and build the views; raise `DatasetError` with every problem.
-    `max_session_images` is the candidate's `max_images`: a session holding more is refused."""
+    `max_session_images` is the candidate's `max_images`: a session holding more is refused;
+    `image_cache=False` decodes every image again (config `image_cache`)."""
     base = locate(Path(root))
     problems: list[str] = []
     user_entries = _read(base / "data.jsonl", UserRecord, problems)
@@ -278,7 +281,7 @@ def load_dataset(root: Path, *, users: Sequence[int] | None = None, limit_questi
     index = _image_index(base, problems) if selected else None
     order = sorted(selected, key=lambda u: user_entries[u].line.number)
     checked = _inspect_referenced(index, [(u, user_entries[u].sessions) for u in order
-                                          if user_entries[u].record is not None]) if index else {}
+                                          if user_entries[u].record is not None], base, image_cache) if index else {}
 
     scheduled = []
     for uid in order:

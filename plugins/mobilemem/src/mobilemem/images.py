@@ -6,9 +6,9 @@ walked once; every file under a `uid<N>` folder is indexed by its name and, for 
 `python -m zipfile -e` decoded as cp437 from GBK bytes, also by the repaired name.
 Formats are detected from the bytes. Images go to the model unchanged, except MPO files, which
 are sent as their first picture converted to PNG. Preflight decodes every picture that is sent
-(frame 0) in full, `DECODE_THREADS` files at a time (`inspect_images`). Once its header names a
-supported format, a file is read once: its sha256 (`ImageInfo.sha256`, the image's identity in
-fingerprints and run.json) and every check and decode are of those same bytes.
+(frame 0) in full, one per core at a time (`inspect_images`), once per file state (`image_cache`).
+Once its header names a supported format, a file is read once: its sha256 (`ImageInfo.sha256`,
+the image's identity in fingerprints and run.json) and every check and decode are of those bytes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ SUPPORTED_FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/we
 _PARSED_FORMATS = ["JPEG", "PNG", "WEBP", "GIF"]  # Pillow reads MPO with its JPEG parser
 _USER_DIR = re.compile(r"^uid([0-9]+)$")
 MAX_SHOWN_REFERENCE = 200  # characters of a reference quoted in a problem
-DECODE_THREADS = min(4, os.cpu_count() or 1)  # Pillow's decoders release the GIL; at most 4 pictures in memory
+# every core, at most 16 pictures in memory; Pillow releases the GIL while it decodes (bench/README.md)
+DECODE_THREADS = min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 # what a broken stream raises (IndexError: PngImagePlugin's verify() on some chunk layouts)
 _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, IndexError, struct.error)
 
@@ -179,10 +180,10 @@ def inspect_image(path: Path) -> ImageInfo:
         return _inspect(path)
 
 
-def inspect_images(paths: Sequence[Path]) -> dict[Path, ImageInfo | ImageProblem]:
-    """`inspect_image` of every path, `DECODE_THREADS` at a time: the info, or the problem."""
+def inspect_images(paths: Sequence[Path], threads: int | None = None) -> dict[Path, ImageInfo | ImageProblem]:
+    """`inspect_image` of every path, `threads` (default `DECODE_THREADS`) at a time: the info, or the problem."""
     Image.init()  # register every plugin before the threads open files
-    with _bomb_warnings_as_errors(), ThreadPoolExecutor(max_workers=DECODE_THREADS) as pool:
+    with _bomb_warnings_as_errors(), ThreadPoolExecutor(max_workers=threads or DECODE_THREADS) as pool:
         return dict(zip(paths, pool.map(_inspect_or_problem, paths), strict=True))
 
 

@@ -84,6 +84,10 @@ from mobilemem.records.question import (
     EvidenceHit,
     AttributionFile,
 )
+from mobilemem.records.cache import (
+    CachedImage,
+    ImageCacheFile,
+)
 from mobilemem.records.results import (
     ResultLine,
     Score,
@@ -112,6 +116,7 @@ __all__ = [
     "AnswerResponse",
     "AnswerResponseFile",
     "AttributionFile",
+    "CachedImage",
     "CandidateProvenance",
     "CompareFile",
     "ComparedRun",
@@ -127,6 +132,7 @@ __all__ = [
     "FinishedReason",
     "GapStage",
     "HitRule",
+    "ImageCacheFile",
     "ImageRead",
     "IndexResponseFile",
     "JobFile",

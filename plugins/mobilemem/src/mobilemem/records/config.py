@@ -66,6 +66,7 @@ class Config(_Section):
     query_concurrency: int = Field(gt=0)
     judge_concurrency: int = Field(gt=0)
     min_free_disk_mb: int = Field(ge=0)  # below this, the run starts no new work (DESIGN §8)
+    image_cache: bool = True  # preflight takes the verified-image cache's result for an unchanged file
     candidate: CandidatePreset
     judge: JudgePreset
     dashboard: DashboardPreset = Field(default_factory=DashboardPreset)
