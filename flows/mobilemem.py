@@ -142,7 +142,7 @@ async def _user(context: RunContext, user_id: int) -> None:
     try:
         async with context.subflow_slots:  # created only when it can start: no queue of idle subflow runs
             state = await start_patiently(lambda: evaluate_user(user_id, context.run.root, return_state=True),
-                                          f"the subflow of user {user_id}")
+                                          f"the subflow of user {user_id}", context.creating_subflow)
         failure = await state.aresult(raise_on_failure=False) if state.is_failed() else None
     except Exception as exc:  # e.g. the Prefect API refused to create the subflow run
         failure = exc

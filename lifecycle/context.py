@@ -33,6 +33,7 @@ class RunContext:
     judge_model: ChatModelBase
     user_slots: asyncio.Semaphore  # user_concurrency: users evaluated at once
     subflow_slots: asyncio.Semaphore  # user_concurrency + 1: user subflow runs that exist (one created ahead)
+    creating_subflow: asyncio.Lock  # one user subflow run created at a time (lifecycle.orchestration)
     query_slots: asyncio.Semaphore  # query_concurrency: held from a question's answer start to its judgment end
     judge_slots: asyncio.Semaphore  # judge_concurrency: an additional cap on judgments alone
     disk: DiskGuard

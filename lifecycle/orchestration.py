@@ -6,6 +6,9 @@ the call that creates a task or subflow run raises before the step's body has ru
 evaluation happened then, so the run is started again, at most ATTEMPTS times with a growing pause:
 this repeats bookkeeping, never a model request. Once the body has begun (`mark_started`), any
 failure propagates as before: a started step is never run twice.
+A subflow is created with a lock held until its body has begun (`creating`): SQLite fails at once,
+with no busy wait, the transactions of runs created side by side (each reads, then writes), so the
+user subflows that start together were created one 503 and one client backoff (2-6 s) late.
 """
 
 from __future__ import annotations
@@ -25,24 +28,26 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 ATTEMPTS = 4
 PAUSE_S = 10.0
-_started: ContextVar[list[bool] | None] = ContextVar("mobilemem_run_started", default=None)
+_started: ContextVar[asyncio.Event | None] = ContextVar("mobilemem_run_started", default=None)
 
 
 def mark_started() -> None:
     """Called first thing in a task's or subflow's body: from here on, it is never started again."""
-    if (flag := _started.get()) is not None:
-        flag.append(True)
+    if (began := _started.get()) is not None:
+        began.set()
 
 
-async def start_patiently(call: Callable[[], Awaitable[T]], what: str) -> T:
+async def start_patiently(call: Callable[[], Awaitable[T]], what: str, creating: asyncio.Lock | None = None) -> T:
+    """`call()` (started again while nothing of it has run); with `creating`, no other run that
+    takes it is being created meanwhile."""
     attempt = 1
     while True:
-        started: list[bool] = []
+        started = asyncio.Event()
         token = _started.set(started)
         try:
-            return await call()
+            return await (_created_alone(call, started, creating) if creating is not None else call())
         except (PrefectHTTPStatusError, httpx.TransportError) as exc:
-            if started or attempt == ATTEMPTS:
+            if started.is_set() or attempt == ATTEMPTS:
                 raise
             log.warning("the Prefect API did not start %s (%s); starting it again in %.0f s (attempt %d of %d)",
                         what, describe(exc), PAUSE_S * attempt, attempt + 1, ATTEMPTS)
@@ -50,6 +55,22 @@ async def start_patiently(call: Callable[[], Awaitable[T]], what: str) -> T:
             _started.reset(token)
         await asyncio.sleep(PAUSE_S * attempt)
         attempt += 1
+
+
+async def _created_alone(call: Callable[[], Awaitable[T]], began: asyncio.Event, creating: asyncio.Lock) -> T:
+    """`call()`, holding `creating` until its body has begun or it has ended."""
+    async with creating:
+        run = asyncio.ensure_future(call())  # a task: it keeps this context, and `began`
+        waiting = asyncio.ensure_future(began.wait())
+        try:
+            await asyncio.wait([run, waiting], return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while it is being created: so is the run
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+            raise
+        finally:
+            waiting.cancel()
+    return await run
 
 
 async def all_or_none(coroutines: Iterable[Awaitable[object]]) -> None:

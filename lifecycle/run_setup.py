@@ -89,7 +89,7 @@ async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
         candidate_model=build_chat_model(candidate, config.candidate),
         judge_model=build_chat_model(judge, config.judge),
         user_slots=asyncio.Semaphore(config.user_concurrency), query_slots=asyncio.Semaphore(config.query_concurrency),
-        subflow_slots=asyncio.Semaphore(config.user_concurrency + 1),
+        subflow_slots=asyncio.Semaphore(config.user_concurrency + 1), creating_subflow=asyncio.Lock(),
         judge_slots=asyncio.Semaphore(config.judge_concurrency),
         disk=DiskGuard(plan.run.root, config.min_free_disk_mb * 2**20),
         dashboard=Dashboard(RunIdentity.of(manifest), {
