@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         processes.close()
     if stats.exit_code != 0:
         raise SystemExit(f"the profiled runner exited with {stats.exit_code}; see {processes.home / 'runner.err'}")
-    print(f"runner wall {stats.wall_s:.1f} s, CPU {stats.cpu_s:.1f} s (py-spy's own included); stacks in {raw}\n")
+    print(f"runner wall {stats.wall_s:.1f} s under py-spy; stacks in {raw}\n")
     print(report(parse(raw), args.top))
     return 0
 
