@@ -24,7 +24,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from harness import ROOT, Processes, cached_dataset
+from harness import ROOT, Processes, overhead_dataset, overhead_options
 
 RUNNER_DIRS = ("flows/", "tasks/", "lifecycle/", "cli/", "plugins/mobilemem/src/", "plugins/mobilemem-judge/src/")
 FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
@@ -101,22 +101,16 @@ def report(samples, top: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--users", type=int, default=16)
-    parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--turns", type=int, default=8)
-    parser.add_argument("--images", type=int, default=3)
-    parser.add_argument("--questions", type=int, default=20)
+    overhead_options(parser)
     parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--raw", type=Path, help="keep py-spy's raw stacks here (default: a temporary file)")
     parser.add_argument("--read", type=Path, help="only report an earlier --raw file")
     args = parser.parse_args(argv)
     if args.read:
         print(report(parse(args.read), args.top))
         return 0
-    dataset = cached_dataset(args.cache, users=args.users, sessions=args.sessions, turns=args.turns,
-                             images=args.images, questions=args.questions, image_size=(320, 240))
+    dataset = overhead_dataset(args)
     processes = Processes()
     raw = args.raw or processes.home / "profile.txt"
     try:

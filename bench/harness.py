@@ -9,6 +9,7 @@ nothing running.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -162,6 +163,21 @@ def _wait(check, process: subprocess.Popen, what: str, timeout: float = 60) -> N
 
 def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def overhead_options(parser: argparse.ArgumentParser) -> None:
+    """The generated set of bench/overhead.py (and of the profile taken on it)."""
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--images", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
+
+
+def overhead_dataset(args: argparse.Namespace) -> Path:
+    return cached_dataset(args.cache, users=args.users, sessions=args.sessions, turns=args.turns,
+                          images=args.images, questions=args.questions, image_size=(320, 240))
 
 
 def cached_dataset(cache: Path, **params) -> Path:

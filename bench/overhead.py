@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ROOT, Processes, RunnerStats, cached_dataset, read_log
+from harness import ROOT, Processes, RunnerStats, overhead_dataset, overhead_options, read_log
 from procstats import CpuSampler, tree_cpu_seconds
 from schedule import Limits, QuestionWork, UserWork, ideal_schedule
 from server_load import RUNNER_ENV, client_retries, log_size, object_counts, server_503s, settled_counts
@@ -242,21 +242,15 @@ def noise_lines(r: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--users", type=int, default=16)
-    parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--turns", type=int, default=8)
-    parser.add_argument("--images", type=int, default=3)
-    parser.add_argument("--questions", type=int, default=20)
+    overhead_options(parser)
     parser.add_argument("--latency", type=float, nargs="+", default=[1.0, 0.2, 0.0])
-    parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--repeat", type=int, help="runs per latency (default: 3 under 1 s, else 1)")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite",
                         help="the Prefect server's database (postgres: deployments/postgres.sh)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--config", type=Path, help="the runner's --config (e.g. dashboard.task_artifacts: true)")
     args = parser.parse_args(argv)
-    dataset = cached_dataset(args.cache, users=args.users, sessions=args.sessions, turns=args.turns,
-                             images=args.images, questions=args.questions, image_size=(320, 240))
+    dataset = overhead_dataset(args)
     processes = Processes()
     try:
         url, db_pid = processes.postgres() if args.db == "postgres" else (None, None)
