@@ -5,6 +5,7 @@ the one-line refusal of a command that reads a run directory."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,12 @@ def positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
+
+
+def endpoint_key(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", text):
+        raise argparse.ArgumentTypeError(f"--endpoint-key takes 1-64 letters, digits, '_' or '-', got {text!r}")
+    return text
 
 
 def run_dir_argument(argv: Sequence[str], command: str, description: str) -> Path | None:

@@ -15,7 +15,7 @@ from mobilemem.errors import ConfigError, DatasetError
 from mobilemem.records import RunRequest
 from lifecycle import run_plan
 from cli import exit_codes
-from cli.arguments import CommandParser, positive, user_ids
+from cli.arguments import CommandParser, endpoint_key, positive, user_ids
 
 
 def evaluate_parser() -> argparse.ArgumentParser:
@@ -47,6 +47,14 @@ def evaluate_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reuse", type=Path, action="append", metavar="RUN_DIR",
                         help="copy from this earlier run directory every complete memory, successful answer "
                              "and judgment this run would produce (same fingerprints); repeatable, first wins")
+    parser.add_argument("--workers", metavar="POOL",
+                        help="run each user as a run of the deployment mobilemem-user/evaluate-user on this work "
+                             "pool (an external Prefect server on PostgreSQL; deployments/README.md)")
+    parser.add_argument("--endpoint-limit", type=positive, metavar="N",
+                        help="model requests in flight at each model endpoint, across every evaluation that "
+                             "shares the Prefect server and the limit (an external Prefect server)")
+    parser.add_argument("--endpoint-key", type=endpoint_key, metavar="K",
+                        help="the endpoint limit's name (default: derived from each role's base URL)")
     return parser
 
 
@@ -73,6 +81,7 @@ def main(argv: Sequence[str]) -> int:
     request = RunRequest(dataset=args.dataset, output=args.output, model=args.model,
                          user_concurrency=args.user_concurrency, query_concurrency=args.query_concurrency,
                          config=args.config, users=args.users, limit_questions=args.limit_questions,
-                         simulate=args.simulate, reuse=args.reuse or (), candidate=args.candidate)
+                         simulate=args.simulate, reuse=args.reuse or (), candidate=args.candidate,
+                         workers=args.workers, endpoint_limit=args.endpoint_limit, endpoint_key=args.endpoint_key)
     plan = preflight(request)
     return plan if isinstance(plan, int) else evaluate(plan)

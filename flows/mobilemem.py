@@ -159,12 +159,14 @@ async def mobilemem(dataset: Path, output: Path, model: str | None = None, user_
                     query_concurrency: int | None = None, config: Path | None = None, users: list[int] | None = None,
                     limit_questions: int | None = None, simulate: bool = False,
                     reuse: list[Path] | None = None, rejudge: Path | None = None,
-                    judge_model: str | None = None, candidate: str | None = None) -> State:
+                    judge_model: str | None = None, candidate: str | None = None, workers: str | None = None,
+                    endpoint_limit: int | None = None, endpoint_key: str | None = None) -> State:
     """Evaluate the ReMe Image memory on the visual_reasoning questions of MobileMem-Omni."""
     request = RunRequest(dataset=dataset, output=output, model=model, user_concurrency=user_concurrency,
                          query_concurrency=query_concurrency, config=config, users=users,
                          limit_questions=limit_questions, simulate=simulate, reuse=reuse, rejudge=rejudge,
-                         judge_model=judge_model, candidate=candidate)
+                         judge_model=judge_model, candidate=candidate, workers=workers,
+                         endpoint_limit=endpoint_limit, endpoint_key=endpoint_key)
     try:
         plan = run_plan.planned(request)  # the command line's, or a deployment run's own preflight
     except (ConfigError, DatasetError) as exc:  # a deployment run: one line in its state and log, no traceback

@@ -77,7 +77,8 @@ def overrides(request: RunRequest) -> dict[str, Any]:
     return {"model": request.model, "user_concurrency": request.user_concurrency,
             "query_concurrency": request.query_concurrency,
             "judge": {"model": request.judge_model} if request.judge_model else None,
-            "candidate": {"kind": request.candidate} if request.candidate else None}
+            "candidate": {"kind": request.candidate} if request.candidate else None,
+            "endpoint_limit": request.endpoint_limit, "endpoint_name": request.endpoint_key}
 
 
 def configured(request: RunRequest) -> tuple[Config, RunFile | None]:

@@ -67,6 +67,12 @@ class Config(_Section):
     judge_concurrency: int = Field(gt=0)
     min_free_disk_mb: int = Field(ge=0)  # below this, the run starts no new work (DESIGN §8)
     image_cache: bool = True  # preflight takes the verified-image cache's result for an unchanged file
+    # --workers (DESIGN §12): a user run whose heartbeat is silent this long is cancelled, its questions gaps
+    user_heartbeat_timeout_s: float = Field(default=120.0, gt=0)
+    # --endpoint-limit: model requests in flight at one endpoint, across every evaluation on the Prefect server
+    endpoint_limit: int | None = Field(default=None, gt=0)
+    # --endpoint-key: the endpoint limit's name (default: each role's base URL, so equal URLs share one)
+    endpoint_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     candidate: CandidatePreset
     judge: JudgePreset
     dashboard: DashboardPreset = Field(default_factory=DashboardPreset)

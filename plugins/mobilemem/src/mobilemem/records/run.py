@@ -67,6 +67,9 @@ class RunRequest(BaseModel):
     rejudge: Path | None = Field(default=None, description="the earlier run a rejudge run judges again")
     judge_model: str | None = None
     candidate: str | None = Field(default=None, description="candidate.kind, when asked for")
+    workers: str | None = Field(default=None, description="a work pool: each user is a deployment run on it")
+    endpoint_limit: int | None = None
+    endpoint_key: str | None = None
 
     @field_validator("reuse", mode="before")
     @classmethod
