@@ -42,7 +42,9 @@ from mobilemem.rundir import append_error
 from mobilemem.simulator import start_simulator
 from lifecycle import run_plan, run_setup
 from tasks.answer import answer_question
-from lifecycle.context import RunContext, UserContext, lookup
+from lifecycle.context import RunContext, UserContext, lookup, registered
+from lifecycle.deployed_user import close_deployed_user, open_deployed_user
+from lifecycle.user_deployments import evaluate_deployed_user
 from tasks.finalize import finalize
 from tasks.index import build_index
 from tasks.ingest import ingest_session
@@ -111,8 +113,21 @@ async def _question(context: RunContext, user: UserContext, job: CandidateQuesti
 
 @flow(name="mobilemem-user", retries=0, flow_run_name="user-{user_id}", persist_result=False)
 async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
+    """A user's subflow of the parent in this process, or (`--workers`) a run of the deployment
+    mobilemem-user/evaluate-user on a worker, which rebuilds its context from run.json."""
     mark_started()
-    context = lookup(run_dir)
+    if registered(run_dir):
+        return await _evaluate_user(lookup(run_dir), user_id)
+    deployed = await open_deployed_user(run_dir, user_id)
+    try:
+        if deployed.context is None:  # this worker differs from the parent: every question is a gap
+            return {"answered": 0, "judged": 0, "gaps": sum(q.user_id == user_id for q in deployed.manifest.questions)}
+        return await _evaluate_user(deployed.context, user_id)
+    finally:
+        await close_deployed_user(deployed)
+
+
+async def _evaluate_user(context: RunContext, user_id: int) -> dict[str, int]:
     scheduled = context.scheduled(user_id)
     # The user limit covers the work only: this subflow's own start and end (seconds of Prefect
     # API calls on SQLite) overlap with other users' work instead of idling a slot.
@@ -140,6 +155,9 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
 async def _user(context: RunContext, user_id: int) -> None:
     """One user's subflow; a failure of the subflow itself (not of a step) is recorded, not raised."""
     try:
+        if context.workers is not None:  # a deployment run on the pool's workers, watched to its end
+            await evaluate_deployed_user(context, user_id)
+            return
         async with context.subflow_slots:  # created only when it can start: no queue of idle subflow runs
             state = await start_patiently(lambda: evaluate_user(user_id, context.run.root, return_state=True),
                                           f"the subflow of user {user_id}", context.creating_subflow)

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentscope.model import ChatModelBase
 
@@ -22,6 +23,9 @@ from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.collections_pacer import CollectionPacer
 from lifecycle.dashboard import Dashboard, UserProgress
+
+if TYPE_CHECKING:
+    from lifecycle.limits import RunLimits
 
 
 @dataclass
@@ -42,6 +46,8 @@ class RunContext:
     memory_fingerprints: dict[int, str]  # per user (mobilemem.fingerprints), written into its files
     reuse: list[EarlierRun]  # `--reuse`, newest first
     rejudge: bool  # judge every reused answer again; never ask the candidate
+    workers: str | None = None  # --workers: the work pool whose workers run the users (DESIGN §12)
+    run_limits: RunLimits | None = None  # --workers: the run's Prefect concurrency limits, deleted at its end
     log_handler: logging.Handler | None = None
     heartbeat: asyncio.Task | None = None
     session_notes: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # per user, for attribution
@@ -79,6 +85,11 @@ def register(context: RunContext) -> None:
 
 def release(run: RunDir) -> None:
     _RUNS.pop(str(run.root), None)
+
+
+def registered(run_dir: Path) -> bool:
+    """Whether the run's parent flow is in this process (else a user is a deployment run on a worker)."""
+    return str(run_dir) in _RUNS
 
 
 def lookup(run_dir: Path) -> RunContext:

@@ -95,6 +95,14 @@ class UserProgress:
             setattr(self, name, getattr(self, name) + value)
         self._changed()
 
+    def update(self, **values: object) -> None:
+        """Take a user run's counters (`--workers`: its progress.json); a line only when one changed."""
+        changed = {name: value for name, value in values.items() if getattr(self, name) != value}
+        for name, value in changed.items():
+            setattr(self, name, value)
+        if changed:
+            self._changed()
+
     def set_index(self, status: IndexStatus) -> None:
         self.index = status
         self._changed()
@@ -133,15 +141,17 @@ class Dashboard:
     _publisher: threading.Thread | None = None
     _api_log: logging.Handler | None = None
 
-    async def open_run(self) -> None:
+    async def open_run(self, all_users: bool = True) -> None:
         """In the parent flow: the all-users table, the publisher, and the progress lines into its log
-        (the log `prefect deployment run --watch` follows), whichever subflow's task changed them."""
+        (the log `prefect deployment run --watch` follows), whichever subflow's task changed them. A
+        user's deployment run (`--workers`) opens it for its own user, without the all-users table."""
         self._api_log = APILogHandler()
         console.addHandler(self._api_log)
         if TaskRunContext.get() is None and (run := FlowRunContext.get()) is not None:
             for progress in self.progress.values():
                 progress.log_to = {"flow_run_id": str(run.flow_run.id)}
-        await self._create_table("users", self._all_rows(), self._version(), "progress of every user")
+        if all_users:
+            await self._create_table("users", self._all_rows(), self._version(), "progress of every user")
         # the thread sees this run's Prefect settings (an embedded server's address lives in a context)
         self._publisher = threading.Thread(target=contextvars.copy_context().run, args=(self._publish_until_stopped,),
                                            name="mobilemem-dashboard", daemon=True)

@@ -14,7 +14,8 @@ from mobilemem.errors import describe, error_record
 from mobilemem.failure_kinds import FailureKind
 from mobilemem.models import raise_if_cancelled
 from mobilemem.records import ErrorFile, ErrorLine, ErrorStage, Failure, GapStage, JobFile, RecordBase
-from mobilemem.rundir import append_error, write_record
+from mobilemem.disk import DiskGuard
+from mobilemem.rundir import RunDir, append_error, write_record
 from lifecycle.outcome import NOT_RUN, StepOutcome
 
 if TYPE_CHECKING:
@@ -104,19 +105,32 @@ def write_job(job: CandidateQuestion, user: UserContext) -> ErrorLine | None:
                 stage="answer", user_id=job.user_id, question_id=job.question_id)
 
 
-def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLine) -> None:
-    """After the user's subflow itself failed (e.g. the Prefect API gave up): each of its questions
-    without an outcome becomes a gap, so it is counted rather than silently missing."""
-    user = context.run.user(user_id)
+def record_orphaned_questions(context: RunContext, user_id: int, error: ErrorLine, reason: str | None = None) -> int:
+    """After the user's subflow itself failed (e.g. the Prefect API gave up, or its deployment run
+    crashed): each of its questions without an outcome becomes a gap, so it is counted rather than
+    silently missing."""
+    reason = reason or f"orchestration failed: {error.failure.label}"
+    questions = [job.question_id for job in context.scheduled(user_id).questions]
+    return record_user_gaps(context.run, user_id, questions, reason, error.pointer(), context.disk)
+
+
+def record_user_gaps(run: RunDir, user_id: int, question_ids: list[str], reason: str, failure: Failure,
+                     disk: DiskGuard | None = None) -> int:
+    """Each of the questions without an outcome (metrics.json or error.json) becomes a gap under
+    `reason`, at the history stage while the user has no memory; how many did."""
+    user = run.user(user_id)
     stage: GapStage = "answer" if user.memory_usage.exists() else "history"
-    for job in context.scheduled(user_id).questions:
-        paths = user.question(job.question_id)
-        if not (paths.metrics.exists() or paths.error.exists()):
-            try:
-                write_record(paths.error, ErrorFile(user_id=user_id, question_id=job.question_id, stage=stage,
-                                                    reason=f"orchestration failed: {error.failure.label}",
-                                                    failure=error.pointer()))
-            except Exception as exc:  # the next question is still recorded
-                if isinstance(exc, OSError):
-                    context.disk.note(exc)
-                log.error("could not write error.json of %s: %s", job.question_id, describe(exc))
+    recorded = 0
+    for question_id in question_ids:
+        paths = user.question(question_id)
+        if paths.metrics.exists() or paths.error.exists():
+            continue
+        try:
+            write_record(paths.error, ErrorFile(user_id=user_id, question_id=question_id, stage=stage,
+                                                reason=reason, failure=failure))
+            recorded += 1
+        except Exception as exc:  # the next question is still recorded
+            if isinstance(exc, OSError) and disk is not None:
+                disk.note(exc)
+            log.error("could not write error.json of %s: %s", question_id, describe(exc))
+    return recorded

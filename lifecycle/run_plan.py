@@ -108,6 +108,10 @@ def preflight(request: RunRequest) -> Plan:
     if not request.simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
     mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
+    if request.workers is not None:
+        from lifecycle.user_deployments import check_workers  # Prefect's client, only for --workers
+
+        check_workers(request)
     run = RunDir.for_output(request.output, config.model, config.candidate.kind)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")

@@ -96,8 +96,12 @@ async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
             u.user_id: UserProgress(u.user_id, len(u.sessions) if ingests else 0, len(u.questions))
             for u in plan.dataset.users}, task_artifacts=config.dashboard.task_artifacts),
         judge_settings=judge_settings, memory_fingerprints=_memory_fingerprints(plan, candidate.model, manifest),
-        reuse=plan.reuse, rejudge=plan.rejudge,
+        reuse=plan.reuse, rejudge=plan.rejudge, workers=plan.request.workers,
         log_handler=run_log.attach(plan.run))
+    if context.workers is not None:  # the limits every user run on every worker takes (DESIGN §12)
+        from lifecycle.limits import create_run_limits
+
+        context.run_limits = await create_run_limits(context.dashboard.identity, config)
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(beat(plan.run), name="mobilemem-heartbeat")
     register(context)
@@ -141,6 +145,10 @@ async def close_run(context: RunContext, state: RunState) -> None:
     """Close the models (cleanup errors go to cleanup-errors.jsonl) and record the final state."""
     if context.heartbeat is not None:
         context.heartbeat.cancel()
+    if context.run_limits is not None:
+        from lifecycle.limits import delete_run_limits
+
+        await _cleanup(context.run, delete_run_limits, context.run_limits)
     await _cleanup(context.run, close_chat_model, context.candidate_model)
     await _cleanup(context.run, close_chat_model, context.judge_model)
     if os.environ.get(INJECT_CLEANUP_ERROR) == "1":

@@ -96,6 +96,16 @@ class UserDir:
     def question(self, question_id: str) -> QuestionDir:
         return QuestionDir(self.root / "questions" / question_id)
 
+    @property
+    def host(self) -> Path:
+        """Where a deployment run evaluated the user (`--workers`)."""
+        return self.root / "host.json"
+
+    @property
+    def progress(self) -> Path:
+        """A deployment run's progress and heartbeat (`--workers`)."""
+        return self.root / "progress.json"
+
 
 CLAIM_FILE = ".claim"  # the pid of the process starting the run, until run.json exists
 
@@ -209,6 +219,27 @@ class RunDir:
 
     def user(self, user_id: int) -> UserDir:
         return UserDir(self.root / "users" / str(user_id))
+
+
+@dataclass(frozen=True)
+class UserRunDir(RunDir):
+    """The run directory as a user's deployment run on a worker sees it (`--workers`, DESIGN §12):
+    its errors, cleanup errors and log go to `users/<uid>/`, the only folder it writes; the parent
+    merges them into the run's own files when the user's run has ended."""
+
+    user_id: int = 0
+
+    @property
+    def log(self) -> Path:
+        return self.user(self.user_id).root / "run.log"
+
+    @property
+    def errors(self) -> Path:
+        return self.user(self.user_id).root / "errors.jsonl"
+
+    @property
+    def cleanup_errors(self) -> Path:
+        return self.user(self.user_id).root / "cleanup-errors.jsonl"
 
 
 def compare_files(folder: Path, name: str) -> tuple[Path, Path]:

@@ -55,6 +55,10 @@ from mobilemem.records.user import (
     ReusedItem,
     ReuseFile,
 )
+from mobilemem.records.user_run import (
+    HostFile,
+    UserProgressFile,
+)
 from mobilemem.records.comparison import (
     LabelFlip,
     RejudgeFile,
@@ -132,6 +136,7 @@ __all__ = [
     "FinishedReason",
     "GapStage",
     "HitRule",
+    "HostFile",
     "ImageCacheFile",
     "ImageRead",
     "IndexResponseFile",
@@ -169,5 +174,6 @@ __all__ = [
     "Usage",
     "UsageCounter",
     "UsageSummary",
+    "UserProgressFile",
     "UserUsage",
 ]

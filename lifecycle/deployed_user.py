@@ -1,0 +1,203 @@
+"""One user evaluated as a run of the deployment `mobilemem-user/evaluate-user` on a worker
+(`--workers`, DESIGN §12): its context rebuilt from run.json and the worker's own environment
+(credentials), after checking that this process would evaluate exactly what the parent planned.
+
+It writes only under `users/<uid>/`: host.json first, progress.json every PROGRESS_S (its counters,
+and the heartbeat the parent watches), its errors and log (`UserRunDir`), and the user's records.
+When this worker differs from the parent (code, packages, dataset, questions, images, prompts, judge
+settings, or an environment that cannot build the models), every question of the user is a gap
+`worker mismatch: <field>` and nothing is asked of any model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from prefect.runtime import flow_run
+
+import mobilemem_judge
+from mobilemem import fingerprints
+from mobilemem.candidates import remembers
+from mobilemem.dataset import Dataset, load_dataset
+from mobilemem.disk import DiskGuard
+from mobilemem.endpoints import Endpoint
+from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
+from mobilemem.models import build_chat_model, close_chat_model
+from mobilemem.prompts import frozen_hashes
+from mobilemem.records import HostFile, JudgeSettingsFile, RunFile, UserProgressFile
+from mobilemem.reuse import EarlierRun
+from mobilemem.rundir import UserRunDir, append_error, read_record, write_record
+from lifecycle import run_log
+from lifecycle.context import RunContext
+from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
+from lifecycle.gaps import record_user_gaps
+from lifecycle.provenance import git_commit, package_versions
+
+PROGRESS_S = 2.0
+MISMATCH = "worker mismatch"
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DeployedUser:
+    run: UserRunDir
+    manifest: RunFile
+    user_id: int
+    context: RunContext | None  # None when this worker does not match the parent (`mismatch`)
+    mismatch: str | None
+    heartbeat: asyncio.Task | None = None
+    log_handler: logging.Handler | None = None
+
+
+def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
+    """The first field in which this worker's evaluation would differ from the parent's plan."""
+    if git_commit() != (manifest.git_commit, manifest.git_dirty):
+        return "git_commit"
+    versions = package_versions()
+    for name, version in manifest.package_versions.items():
+        if versions.get(name) != version:
+            return f"package_versions.{name} ({versions.get(name)}, the parent has {version})"
+    identity = dataset.identity()
+    for field, mine, theirs in (("data_sha256", dataset.data_sha256, manifest.data_sha256),
+                                ("questions_sha256", dataset.questions_sha256, manifest.questions_sha256),
+                                ("images_sha256", identity.images_sha256.get(str(user_id)),
+                                 manifest.images_sha256.get(str(user_id))),
+                                ("prompt_sha256", frozen_hashes(manifest.config.candidate.kind),
+                                 manifest.prompt_sha256)):
+        if mine != theirs:
+            return field
+    planned = [q.question_id for q in manifest.questions if q.user_id == user_id]
+    if [q.question_id for u in dataset.users for q in u.questions] != planned:
+        return "questions"
+    return None
+
+
+def _dataset(manifest: RunFile, user_id: int) -> Dataset:
+    request, config = manifest.args, manifest.config
+    return load_dataset(Path(manifest.dataset_path), users=[user_id], limit_questions=request.limit_questions,
+                        max_session_images=config.candidate.max_images, image_cache=config.image_cache)
+
+
+def _earlier_runs(manifest: RunFile) -> list[EarlierRun]:
+    request = manifest.args
+    if request.rejudge is not None:
+        return [EarlierRun.open(request.rejudge, "rejudge")]
+    return [EarlierRun.open(path) for path in request.reuse]
+
+
+def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Dataset) -> RunContext | str:
+    """The user's context on this worker, or the mismatch that forbids it."""
+    config = manifest.config
+    try:
+        candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
+        reuse = _earlier_runs(manifest)
+    except ConfigError as exc:
+        return f"environment ({exc})"
+    judge_settings = mobilemem_judge.judge_settings(config.judge, judge)
+    if judge_settings != read_record(run.judge_settings, JudgeSettingsFile):
+        return "judge-settings.json"
+    from lifecycle.limits import run_limits  # Prefect's global concurrency limits of the run
+
+    [user] = dataset.users
+    progress = UserProgress(user_id, len(user.sessions) if remembers(config.candidate.kind) else 0, len(user.questions))
+    query_slots, judge_slots = run_limits(RunIdentity.of(manifest), config)
+    fingerprint = fingerprints.memory_fingerprint(user, dataset.images_of(user), candidate.model, config.candidate,
+                                                  manifest.candidate, manifest.prompt_sha256, manifest.simulated)
+    return RunContext(
+        run=run, dataset=dataset, config=config,
+        candidate_model=build_chat_model(candidate, config.candidate), judge_model=build_chat_model(judge, config.judge),
+        user_slots=asyncio.Semaphore(1), subflow_slots=asyncio.Semaphore(1), creating_subflow=asyncio.Lock(),
+        query_slots=query_slots, judge_slots=judge_slots,
+        disk=DiskGuard(run.root, config.min_free_disk_mb * 2**20),
+        dashboard=Dashboard(RunIdentity.of(manifest), {user_id: progress}, task_artifacts=config.dashboard.task_artifacts),
+        judge_settings=judge_settings, memory_fingerprints={user_id: fingerprint},
+        reuse=reuse, rejudge=manifest.args.rejudge is not None)
+
+
+def _host(run: UserRunDir, manifest: RunFile, user_id: int) -> None:
+    commit, _ = git_commit()
+    write_record(run.user(user_id).host, HostFile(
+        user_id=user_id, host=socket.gethostname(), pid=os.getpid(), worker=os.environ.get("PREFECT__WORKER_NAME"),
+        flow_run_id=flow_run.get_id(), started_at=datetime.now(UTC), git_commit=commit,
+        package_versions=package_versions()))
+
+
+async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
+    """host.json and the heartbeat first, then the checks and the context."""
+    run = UserRunDir(Path(run_dir), user_id)
+    manifest = read_record(run.run, RunFile)
+    _host(run, manifest, user_id)
+    deployed = DeployedUser(run, manifest, user_id, context=None, mismatch=None, log_handler=run_log.attach(run))
+    deployed.heartbeat = asyncio.get_running_loop().create_task(_beat(deployed), name="mobilemem-user-heartbeat")
+    try:
+        dataset = await asyncio.to_thread(_dataset, manifest, user_id)
+        found = _mismatch(manifest, user_id, dataset) or _context(run, manifest, user_id, dataset)
+    except DatasetError as exc:
+        found = f"dataset ({str(exc).splitlines()[0]})"
+    if isinstance(found, str):
+        deployed.mismatch = found
+        _record_mismatch(deployed)
+    else:
+        deployed.context = found
+        await found.dashboard.open_run(all_users=False)
+    return deployed
+
+
+def _record_mismatch(deployed: DeployedUser) -> None:
+    reason = f"{MISMATCH}: {deployed.mismatch}"
+    log.error("user %s is not evaluated on this worker: %s", deployed.user_id, reason)
+    error = error_record(MobilememError(reason), stage="run", user_id=deployed.user_id)
+    append_error(deployed.run, error)
+    questions = [q.question_id for q in deployed.manifest.questions if q.user_id == deployed.user_id]
+    record_user_gaps(deployed.run, deployed.user_id, questions, reason, error.pointer())
+
+
+def _progress_file(deployed: DeployedUser, beat: int) -> UserProgressFile:
+    now = datetime.now(UTC)
+    if deployed.context is None:  # a mismatch: every question is a gap
+        gaps = sum(q.user_id == deployed.user_id for q in deployed.manifest.questions)
+        return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now, index="not run", gaps=gaps,
+                                finished=deployed.mismatch is not None)
+    p = deployed.context.dashboard.progress[deployed.user_id]
+    return UserProgressFile(user_id=p.user_id, beat=beat, at=now, ingested=p.ingested,
+                            failed_sessions=p.failed_sessions, index=p.index, answered=p.answered, judged=p.judged,
+                            gaps=p.gaps, finished=p.finished)
+
+
+async def _beat(deployed: DeployedUser) -> None:
+    """Until cancelled: progress.json every PROGRESS_S (the write is the heartbeat)."""
+    beat = 0
+    while True:
+        _write_progress(deployed, beat)
+        beat += 1
+        await asyncio.sleep(PROGRESS_S)
+
+
+def _write_progress(deployed: DeployedUser, beat: int) -> None:
+    try:
+        write_record(deployed.run.user(deployed.user_id).progress, _progress_file(deployed, beat))
+    except OSError as exc:
+        log.warning("progress.json not written: %s", exc.strerror or exc)
+
+
+async def close_deployed_user(deployed: DeployedUser) -> None:
+    """The models closed (cleanup errors recorded), the last progress written, the log detached."""
+    if deployed.heartbeat is not None:
+        deployed.heartbeat.cancel()
+        await asyncio.gather(deployed.heartbeat, return_exceptions=True)
+    context = deployed.context
+    if context is not None:
+        for model in (context.candidate_model, context.judge_model):
+            try:
+                await close_chat_model(model)
+            except Exception as exc:
+                append_error(deployed.run, error_record(exc, stage="cleanup", user_id=deployed.user_id))
+        await context.dashboard.close()
+    _write_progress(deployed, 10**9)  # final: larger than any beat
+    run_log.detach(deployed.log_handler)

@@ -1,0 +1,160 @@
+"""One evaluation across two workers (DESIGN §12), on the machinery of deployments/distributed.sh:
+PostgreSQL, a Prefect server on it, the process pool `mobilemem` and two workers with `--limit 2`.
+A generated set of 6 users x 2 sessions x 3 questions against a simulator at 0.3 s, so that
+`--query-concurrency 2` binds.
+
+Every assertion reads what a user reads: host.json, the records' times, `compare`, the simulator's
+request log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from mobilemem.records import (AnswerResponseFile, CompareFile, ErrorFile, HostFile, JudgmentFile, MetricsFile,
+                               RunFile, SummaryFile)
+from mobilemem.rundir import RunDir, read_record
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[3]
+USERS, QUESTIONS = 6, 3
+
+
+def _run(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "flows/mobilemem.py", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _evaluate(cluster, output: Path, *extra: str, distributed: bool = True) -> RunDir:
+    env = cluster.client_env if distributed else cluster.single_process_env
+    done = _run(env, "--dataset", str(cluster.dataset), "--output", str(output), "--query-concurrency", "2",
+                *(("--workers", "mobilemem") if distributed else ()), *extra)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return RunDir.for_output(output, "qwen3.8-max")
+
+
+@pytest.fixture(scope="module")
+def distributed_run(cluster, tmp_path_factory) -> RunDir:
+    return _evaluate(cluster, tmp_path_factory.mktemp("a"))
+
+
+@pytest.fixture(scope="module")
+def single_process_run(cluster, tmp_path_factory) -> RunDir:
+    return _evaluate(cluster, tmp_path_factory.mktemp("b"), distributed=False)
+
+
+def _questions(run: RunDir) -> list[tuple[int, str]]:
+    plan = read_record(run.run, RunFile)
+    return [(q.user_id, q.question_id) for q in plan.questions]
+
+
+def test_both_workers_ran_users(distributed_run):
+    hosts = [read_record(distributed_run.user(u).host, HostFile) for u in range(USERS)]
+    assert {h.worker for h in hosts} == {"worker-1", "worker-2"}
+    assert len({h.pid for h in hosts}) == USERS  # each user its own flow-run process
+
+
+def _peak(intervals: list[tuple[datetime, datetime]]) -> int:
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
+                    key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def test_questions_in_flight_across_all_users_peak_at_exactly_the_limit(distributed_run):
+    intervals = []
+    for user_id, question_id in _questions(distributed_run):
+        folder = distributed_run.user(user_id).question(question_id)
+        answered = read_record(folder.answer_response, AnswerResponseFile)
+        judged = read_record(folder.judgment, JudgmentFile)
+        intervals.append((answered.started_at, judged.finished_at))
+    assert len(intervals) == USERS * QUESTIONS
+    assert _peak(intervals) == 2
+
+
+def test_the_records_equal_a_single_process_runs(distributed_run, single_process_run, cluster, tmp_path):
+    done = _run(cluster.single_process_env, "compare", str(distributed_run.root), str(single_process_run.root),
+                "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    [compared] = [read_record(p, CompareFile) for p in tmp_path.glob("compare-*.json")]
+    assert compared.run_a.scored == compared.run_b.scored == compared.overall.compared == USERS * QUESTIONS
+    assert compared.correct_only_in_a == compared.correct_only_in_b == []
+    for user_id, question_id in _questions(distributed_run):
+        a = distributed_run.user(user_id).question(question_id)
+        b = single_process_run.user(user_id).question(question_id)
+        assert read_record(a.metrics, MetricsFile) == read_record(b.metrics, MetricsFile)
+        assert read_record(a.judgment, JudgmentFile).label == read_record(b.judgment, JudgmentFile).label
+    a, b = (read_record(r.summary, SummaryFile) for r in (distributed_run, single_process_run))
+    assert (a.scored, a.expected, a.gaps) == (b.scored, b.expected, b.gaps) == (USERS * QUESTIONS, USERS * QUESTIONS, {})
+    assert (a.overall, a.by_language, a.by_difficulty) == (b.overall, b.by_language, b.by_difficulty)
+
+
+def _mid_answer(run: RunDir) -> tuple[int, HostFile] | None:
+    """A user whose answer is under way (job.json written, no judgment yet) and its host.json."""
+    for user_id in range(USERS):
+        user = run.user(user_id)
+        questions = user.root / "questions"
+        if not user.host.is_file() or not questions.is_dir():
+            continue
+        for folder in questions.iterdir():
+            if (folder / "job.json").is_file() and not (folder / "judgment.json").exists():
+                return user_id, read_record(user.host, HostFile)
+    return None
+
+
+def test_a_killed_user_run_is_that_users_gaps_and_the_others_complete(cluster, tmp_path):
+    output = tmp_path / "killed"
+    parent = subprocess.Popen([sys.executable, "flows/mobilemem.py", "--dataset", str(cluster.dataset), "--output",
+                               str(output), "--query-concurrency", "2", "--workers", "mobilemem"],
+                              cwd=ROOT, env=cluster.client_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    run = RunDir.for_output(output, "qwen3.8-max")
+    deadline = time.monotonic() + 600
+    while (found := _mid_answer(run)) is None:
+        assert parent.poll() is None and time.monotonic() < deadline, "no answer was seen under way"
+        time.sleep(0.05)
+    victim, host = found
+    os.kill(host.pid, signal.SIGKILL)
+    _, stderr = parent.communicate(timeout=900)
+    assert parent.returncode == 0, stderr[-3000:]
+    reasons = set()
+    for user_id, question_id in _questions(run):
+        folder = run.user(user_id).question(question_id)
+        if user_id != victim:
+            assert folder.metrics.is_file(), (user_id, question_id)
+        elif not folder.metrics.is_file():
+            reasons.add(read_record(folder.error, ErrorFile).reason)
+    assert reasons and all(r.startswith("orchestration failed: ") for r in reasons), reasons
+
+
+def _in_flight_peak(log: Path) -> int:
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    events = sorted([(e["started"], 1) for e in lines] + [(e["finished"], -1) for e in lines])
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def test_two_evaluations_with_an_endpoint_limit_never_exceed_it_at_the_endpoint(cluster, tmp_path):
+    cluster.simulator_log.write_text("")
+    started = [subprocess.Popen([sys.executable, "flows/mobilemem.py", "--dataset", str(cluster.dataset),
+                                 "--output", str(tmp_path / name), "--workers", "mobilemem", "--endpoint-limit", "2"],
+                                cwd=ROOT, env=cluster.client_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True) for name in ("one", "two")]
+    for process in started:
+        _, stderr = process.communicate(timeout=900)
+        assert process.returncode == 0, stderr[-3000:]
+    assert _in_flight_peak(cluster.simulator_log) == 2
