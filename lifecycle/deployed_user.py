@@ -32,7 +32,7 @@ from mobilemem.models import build_chat_model, close_chat_model
 from mobilemem.prompts import frozen_hashes
 from mobilemem.records import HostFile, JudgeSettingsFile, RunFile, UserProgressFile
 from mobilemem.reuse import EarlierRun
-from mobilemem.rundir import UserRunDir, append_error, read_record, write_record
+from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle import run_log
 from lifecycle.context import RunContext
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
@@ -42,6 +42,27 @@ from lifecycle.provenance import git_commit, package_versions
 PROGRESS_S = 2.0
 MISMATCH = "worker mismatch"
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UserRunDir(RunDir):
+    """The run directory as a user's deployment run on a worker sees it (`--workers`, DESIGN §12):
+    its errors, cleanup errors and log go to `users/<uid>/`, the only folder it writes; the parent
+    merges them into the run's own files when the user's run has ended."""
+
+    user_id: int = 0
+
+    @property
+    def log(self) -> Path:
+        return self.user(self.user_id).root / "run.log"
+
+    @property
+    def errors(self) -> Path:
+        return self.user(self.user_id).root / "errors.jsonl"
+
+    @property
+    def cleanup_errors(self) -> Path:
+        return self.user(self.user_id).root / "cleanup-errors.jsonl"
 
 
 @dataclass

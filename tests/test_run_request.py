@@ -28,7 +28,8 @@ def test_a_request_round_trips_through_json_and_python():
 def test_an_older_run_json_args_dict_reads_as_a_request():
     request = RunRequest.model_validate(OLDER_ARGS)
     assert request.users == (0, 3) and request.reuse == (Path("runs/a"),) and request.query_concurrency == 8
-    assert request.model_dump(mode="json") == OLDER_ARGS  # and is written back in the same shape
+    # written back in the same shape, with the fields added since at their defaults
+    assert request.model_dump(mode="json") == {**OLDER_ARGS, "workers": None, "endpoint_limit": None, "endpoint_key": None}
 
 
 def test_the_flows_parameters_with_their_defaults_read_as_a_request():
@@ -45,9 +46,11 @@ def test_an_unknown_field_is_refused():
 
 
 def test_the_flags_override_the_configuration():
-    request = RunRequest(dataset=Path("d"), output=Path("o"), model="m", judge_model="j", candidate="no-memory")
+    request = RunRequest(dataset=Path("d"), output=Path("o"), model="m", judge_model="j", candidate="no-memory",
+                         endpoint_limit=3, endpoint_key="shared")
     assert run_plan.overrides(request) == {"model": "m", "user_concurrency": None, "query_concurrency": None,
-                                            "judge": {"model": "j"}, "candidate": {"kind": "no-memory"}}
+                                            "judge": {"model": "j"}, "candidate": {"kind": "no-memory"},
+                                            "endpoint_limit": 3, "endpoint_name": "shared"}
 
 
 def test_a_rejudge_request_takes_the_earlier_runs_selection(tmp_path, capsys):

@@ -221,27 +221,6 @@ class RunDir:
         return UserDir(self.root / "users" / str(user_id))
 
 
-@dataclass(frozen=True)
-class UserRunDir(RunDir):
-    """The run directory as a user's deployment run on a worker sees it (`--workers`, DESIGN §12):
-    its errors, cleanup errors and log go to `users/<uid>/`, the only folder it writes; the parent
-    merges them into the run's own files when the user's run has ended."""
-
-    user_id: int = 0
-
-    @property
-    def log(self) -> Path:
-        return self.user(self.user_id).root / "run.log"
-
-    @property
-    def errors(self) -> Path:
-        return self.user(self.user_id).root / "errors.jsonl"
-
-    @property
-    def cleanup_errors(self) -> Path:
-        return self.user(self.user_id).root / "cleanup-errors.jsonl"
-
-
 def compare_files(folder: Path, name: str) -> tuple[Path, Path]:
     """The JSON and HTML files of a `compare` written into `folder` (a run directory or `--out`)."""
     return folder / f"compare-{name}.json", folder / f"compare-{name}.html"
