@@ -116,7 +116,7 @@ async def evaluate_user(user_id: int, run_dir: Path) -> dict[str, int]:
     """A user's subflow of the parent in this process, or (`--workers`) a run of the deployment
     mobilemem-user/evaluate-user on a worker, which rebuilds its context from run.json."""
     mark_started()
-    if registered(run_dir):
+    if registered(run_dir):  # the parent flow is in this process
         return await _evaluate_user(lookup(run_dir), user_id)
     deployed = await open_deployed_user(run_dir, user_id)
     try:

@@ -34,9 +34,10 @@ from mobilemem.records import HostFile, JudgeSettingsFile, RunFile, UserProgress
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle import run_log
-from lifecycle.context import RunContext
+from lifecycle.context import RunContext, register, release
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.gaps import record_user_gaps
+from lifecycle.limits import RunLimits
 from lifecycle.provenance import git_commit, package_versions
 
 PROGRESS_S = 2.0
@@ -123,11 +124,9 @@ def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Dataset)
     judge_settings = mobilemem_judge.judge_settings(config.judge, judge)
     if judge_settings != read_record(run.judge_settings, JudgeSettingsFile):
         return "judge-settings.json"
-    from lifecycle.limits import run_limits  # Prefect's global concurrency limits of the run
-
     [user] = dataset.users
     progress = UserProgress(user_id, len(user.sessions) if remembers(config.candidate.kind) else 0, len(user.questions))
-    query_slots, judge_slots = run_limits(RunIdentity.of(manifest), config)
+    query_slots, judge_slots = RunLimits.named(RunIdentity.of(manifest)).slots()  # the parent created them
     fingerprint = fingerprints.memory_fingerprint(user, dataset.images_of(user), candidate.model, config.candidate,
                                                   manifest.candidate, manifest.prompt_sha256, manifest.simulated)
     return RunContext(
@@ -166,6 +165,7 @@ async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
         _record_mismatch(deployed)
     else:
         deployed.context = found
+        register(found)  # the steps find the run's context by its directory, as in the parent's process
         await found.dashboard.open_run(all_users=False)
     return deployed
 
@@ -220,5 +220,6 @@ async def close_deployed_user(deployed: DeployedUser) -> None:
             except Exception as exc:
                 append_error(deployed.run, error_record(exc, stage="cleanup", user_id=deployed.user_id))
         await context.dashboard.close()
+        release(context.run)
     _write_progress(deployed, 10**9)  # final: larger than any beat
     run_log.detach(deployed.log_handler)

@@ -8,7 +8,6 @@ request log."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -22,6 +21,8 @@ import pytest
 from mobilemem.records import (AnswerResponseFile, CompareFile, ErrorFile, HostFile, JudgmentFile, MetricsFile,
                                RunFile, SummaryFile)
 from mobilemem.rundir import RunDir, read_record
+from e2e.distributed.cluster import base_environment
+from e2e.runs import API_KEY
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,22 +34,52 @@ def _run(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.Co
                           text=True, timeout=timeout)
 
 
-def _evaluate(cluster, output: Path, *extra: str, distributed: bool = True) -> RunDir:
-    env = cluster.client_env if distributed else cluster.single_process_env
-    done = _run(env, "--dataset", str(cluster.dataset), "--output", str(output), "--query-concurrency", "2",
-                *(("--workers", "mobilemem") if distributed else ()), *extra)
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    from generate_sample import generate
+
+    root = tmp_path_factory.mktemp("dataset") / "set"
+    generate(root, users=USERS, sessions=2, questions=QUESTIONS, extract=True)
+    return root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def slow_endpoint(simulator):
+    """Every request takes 0.3 s, so that the question limit binds."""
+    simulator.reset()
+    simulator.latency_s = 0.3
+    yield simulator
+    simulator.reset()
+
+
+def _parent(dataset: Path, output: Path, *extra: str) -> list[str]:
+    """The command line of an evaluation on the cluster's workers."""
+    return [sys.executable, "flows/mobilemem.py", "--dataset", str(dataset), "--output", str(output),
+            "--workers", "mobilemem", *extra]
+
+
+@pytest.fixture(scope="module")
+def distributed_run(cluster, dataset, tmp_path_factory) -> RunDir:
+    output = tmp_path_factory.mktemp("a")
+    done = subprocess.run(_parent(dataset, output, "--query-concurrency", "2"), cwd=ROOT, env=cluster.env,
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return RunDir.for_output(output, "qwen3.8-max")
 
 
 @pytest.fixture(scope="module")
-def distributed_run(cluster, tmp_path_factory) -> RunDir:
-    return _evaluate(cluster, tmp_path_factory.mktemp("a"))
+def single_process_env(simulator, tmp_path_factory) -> dict[str, str]:
+    """The same endpoint, and Prefect's embedded server of the command's own."""
+    return {**base_environment({"LLM_BASE_URL": simulator.base_url, "LLM_API_KEY": API_KEY}),
+            "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home"))}
 
 
 @pytest.fixture(scope="module")
-def single_process_run(cluster, tmp_path_factory) -> RunDir:
-    return _evaluate(cluster, tmp_path_factory.mktemp("b"), distributed=False)
+def single_process_run(single_process_env, dataset, tmp_path_factory) -> RunDir:
+    output = tmp_path_factory.mktemp("b")
+    done = _run(single_process_env, "--dataset", str(dataset), "--output", str(output), "--query-concurrency", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return RunDir.for_output(output, "qwen3.8-max")
 
 
 def _questions(run: RunDir) -> list[tuple[int, str]]:
@@ -83,8 +114,8 @@ def test_questions_in_flight_across_all_users_peak_at_exactly_the_limit(distribu
     assert _peak(intervals) == 2
 
 
-def test_the_records_equal_a_single_process_runs(distributed_run, single_process_run, cluster, tmp_path):
-    done = _run(cluster.single_process_env, "compare", str(distributed_run.root), str(single_process_run.root),
+def test_the_records_equal_a_single_process_runs(distributed_run, single_process_run, single_process_env, tmp_path):
+    done = _run(single_process_env, "compare", str(distributed_run.root), str(single_process_run.root),
                 "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     [compared] = [read_record(p, CompareFile) for p in tmp_path.glob("compare-*.json")]
@@ -113,12 +144,10 @@ def _mid_answer(run: RunDir) -> tuple[int, HostFile] | None:
     return None
 
 
-def test_a_killed_user_run_is_that_users_gaps_and_the_others_complete(cluster, tmp_path):
+def test_a_killed_user_run_is_that_users_gaps_and_the_others_complete(cluster, dataset, tmp_path):
     output = tmp_path / "killed"
-    parent = subprocess.Popen([sys.executable, "flows/mobilemem.py", "--dataset", str(cluster.dataset), "--output",
-                               str(output), "--query-concurrency", "2", "--workers", "mobilemem"],
-                              cwd=ROOT, env=cluster.client_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    parent = subprocess.Popen(_parent(dataset, output, "--query-concurrency", "2"), cwd=ROOT, env=cluster.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run = RunDir.for_output(output, "qwen3.8-max")
     deadline = time.monotonic() + 600
     while (found := _mid_answer(run)) is None:
@@ -138,23 +167,15 @@ def test_a_killed_user_run_is_that_users_gaps_and_the_others_complete(cluster, t
     assert reasons and all(r.startswith("orchestration failed: ") for r in reasons), reasons
 
 
-def _in_flight_peak(log: Path) -> int:
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    events = sorted([(e["started"], 1) for e in lines] + [(e["finished"], -1) for e in lines])
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-def test_two_evaluations_with_an_endpoint_limit_never_exceed_it_at_the_endpoint(cluster, tmp_path):
-    cluster.simulator_log.write_text("")
-    started = [subprocess.Popen([sys.executable, "flows/mobilemem.py", "--dataset", str(cluster.dataset),
-                                 "--output", str(tmp_path / name), "--workers", "mobilemem", "--endpoint-limit", "2"],
-                                cwd=ROOT, env=cluster.client_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True) for name in ("one", "two")]
+def test_two_evaluations_with_an_endpoint_limit_never_exceed_it_at_the_endpoint(cluster, dataset, simulator,
+                                                                                 tmp_path):
+    simulator.reset()
+    simulator.latency_s = 0.3
+    started = [subprocess.Popen(_parent(dataset, tmp_path / name, "--endpoint-limit", "2"), cwd=ROOT,
+                                env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+               for name in ("one", "two")]
     for process in started:
         _, stderr = process.communicate(timeout=900)
         assert process.returncode == 0, stderr[-3000:]
-    assert _in_flight_peak(cluster.simulator_log) == 2
+    assert simulator.max_in_flight() == 2
+    assert len(simulator.requests) > 2 * USERS * QUESTIONS  # both evaluations went through it
