@@ -23,6 +23,7 @@ from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.collections_pacer import CollectionPacer
 from lifecycle.dashboard import Dashboard, UserProgress
+from lifecycle.limits import Slots
 
 if TYPE_CHECKING:
     from lifecycle.limits import RunLimits
@@ -38,8 +39,8 @@ class RunContext:
     user_slots: asyncio.Semaphore  # user_concurrency: users evaluated at once
     subflow_slots: asyncio.Semaphore  # user_concurrency + 1: user subflow runs that exist (one created ahead)
     creating_subflow: asyncio.Lock  # one user subflow run created at a time (lifecycle.orchestration)
-    query_slots: asyncio.Semaphore  # query_concurrency: held from a question's answer start to its judgment end
-    judge_slots: asyncio.Semaphore  # judge_concurrency: an additional cap on judgments alone
+    query_slots: Slots  # query_concurrency: held from a question's answer start to its judgment end
+    judge_slots: Slots  # judge_concurrency: an additional cap on judgments alone
     disk: DiskGuard
     dashboard: Dashboard
     judge_settings: JudgeSettingsFile
