@@ -11,7 +11,6 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agentscope.model import ChatModelBase
 
@@ -23,10 +22,7 @@ from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.collections_pacer import CollectionPacer
 from lifecycle.dashboard import Dashboard, UserProgress
-from lifecycle.limits import Slots
-
-if TYPE_CHECKING:
-    from lifecycle.limits import RunLimits
+from lifecycle.limits import RunLimits, Slots
 
 
 @dataclass

@@ -150,6 +150,16 @@ class RunLimits:
         return GlobalSlots(self.questions), GlobalSlots(self.judgments)
 
 
+def run_limit_names(identity: RunIdentity) -> RunLimits:
+    return RunLimits(questions=identity.key("questions"), judgments=identity.key("judgments"))
+
+
+def run_limits(identity: RunIdentity, config: Config) -> tuple[GlobalSlots, GlobalSlots]:
+    """(query_slots, judge_slots) of a process that runs some of the run's questions, on the limits
+    the run's parent created (`create_run_limits`: their sizes are its `config`'s)."""
+    return run_limit_names(identity).slots()
+
+
 async def ensure_limit(name: str, size: int) -> None:
     """The global concurrency limit `name` of `size` slots, created if missing; one of another size
     is refused (ConfigError, one line)."""
@@ -167,7 +177,7 @@ async def ensure_limit(name: str, size: int) -> None:
 
 async def create_run_limits(identity: RunIdentity, config: Config) -> RunLimits:
     """The run's question limit (query_concurrency) and judgment limit (judge_concurrency)."""
-    names = RunLimits(questions=identity.key("questions"), judgments=identity.key("judgments"))
+    names = run_limit_names(identity)
     await ensure_limit(names.questions, config.query_concurrency)
     await ensure_limit(names.judgments, config.judge_concurrency)
     return names

@@ -20,7 +20,7 @@ from mobilemem.models import Endpoint, build_chat_model, close_chat_model
 from mobilemem.simulator import FaultRule
 from lifecycle.dashboard import RunIdentity
 from lifecycle.limits import (GlobalSlots, create_run_limits, delete_run_limits, endpoint_gate,
-                              endpoint_limit_name, ensure_limit)
+                              endpoint_limit_name, ensure_limit, run_limits)
 from model_calls import complete
 
 pytestmark = pytest.mark.slow
@@ -142,6 +142,7 @@ async def test_run_limits_are_created_with_the_configured_sizes_and_deleted():
     identity = RunIdentity(model="qwen3.8-max", run_id=str(uuid.uuid4()))
     names = await create_run_limits(identity, config)
     assert names.questions == identity.key("questions") and names.judgments == identity.key("judgments")
+    assert [slots.name for slots in run_limits(identity, config)] == [names.questions, names.judgments]
     async with get_client() as client:
         sizes = [(await client.read_global_concurrency_limit_by_name(n)).limit
                  for n in (names.questions, names.judgments)]
@@ -224,3 +225,20 @@ async def test_failed_and_cancelled_requests_give_their_slot_back(sim):
     finally:
         finish.set()
         await close_chat_model(model)
+
+
+def test_a_run_with_an_endpoint_limit_stays_within_it_and_leaves_the_limit(sample_root, tmp_path, monkeypatch, sim):
+    from prefect.settings import PREFECT_API_URL
+
+    from e2e.runs import run_cli, summary
+
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the session's server is external
+    sim.latency_s = 0.05
+    key = _name("run")
+    code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out", "--users", "0", "--endpoint-limit", "2",
+                        "--endpoint-key", key)
+    assert code == 0 and summary(run).scored == summary(run).expected > 0
+    assert len(sim.requests) > 2 and sim.max_in_flight() <= 2  # ingest, answers and judgments alike
+    with get_client(sync_client=True) as client:
+        shared = client.read_global_concurrency_limit_by_name(f"mobilemem-endpoint-{key}")
+    assert (shared.limit, shared.active_slots) == (2, 0)  # shared between evaluations: kept, nothing held
