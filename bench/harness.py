@@ -94,10 +94,11 @@ class Processes:
             raise RuntimeError(f"PostgreSQL did not start: {last}")
         return done.stdout.strip(), int((data / "postmaster.pid").read_text().split()[0])
 
-    def prefect_server(self, database_url: str | None = None) -> tuple[subprocess.Popen, str]:
-        """`prefect server start` with the embedded server's settings, on SQLite in `home` or on
-        `database_url`. It logs every 503 it answers (PREFECT_SERVER_LOG_RETRYABLE_ERRORS) to
-        `server_log`."""
+    def prefect_server(self, database_url: str | None = None,
+                       settings: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+        """`prefect server start` with the embedded server's settings (`settings` override them),
+        on SQLite in `home` or on `database_url`. It logs every 503 it answers
+        (PREFECT_SERVER_LOG_RETRYABLE_ERRORS) to `server_log`."""
         port = free_port()
         from cli.console import EMBEDDED_SERVER_SETTINGS
 
@@ -105,7 +106,7 @@ class Processes:
         env = {**os.environ, **EMBEDDED_SERVER_SETTINGS, "PREFECT_HOME": str(self.home / "prefect"),
                "PREFECT_SERVER_LOG_RETRYABLE_ERRORS": "true",
                # the 503 lines are errors; INFO (set by the caller) adds uvicorn's access log
-               "PREFECT_SERVER_LOGGING_LEVEL": level if level in ("DEBUG", "INFO") else "WARNING"}
+               "PREFECT_SERVER_LOGGING_LEVEL": level if level in ("DEBUG", "INFO") else "WARNING", **(settings or {})}
         if database_url:
             env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
         process = self._spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",

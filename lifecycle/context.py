@@ -11,7 +11,6 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agentscope.model import ChatModelBase
 
@@ -23,9 +22,7 @@ from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from lifecycle.collections_pacer import CollectionPacer
 from lifecycle.dashboard import Dashboard, UserProgress
-
-if TYPE_CHECKING:
-    from lifecycle.limits import RunLimits
+from lifecycle.limits import RunLimits, Slots
 
 
 @dataclass
@@ -38,8 +35,8 @@ class RunContext:
     user_slots: asyncio.Semaphore  # user_concurrency: users evaluated at once
     subflow_slots: asyncio.Semaphore  # user_concurrency + 1: user subflow runs that exist (one created ahead)
     creating_subflow: asyncio.Lock  # one user subflow run created at a time (lifecycle.orchestration)
-    query_slots: asyncio.Semaphore  # query_concurrency: held from a question's answer start to its judgment end
-    judge_slots: asyncio.Semaphore  # judge_concurrency: an additional cap on judgments alone
+    query_slots: Slots  # query_concurrency: held from a question's answer start to its judgment end
+    judge_slots: Slots  # judge_concurrency: an additional cap on judgments alone
     disk: DiskGuard
     dashboard: Dashboard
     judge_settings: JudgeSettingsFile

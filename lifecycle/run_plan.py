@@ -9,6 +9,7 @@ them alone). The command line hands its plan over to the flow it starts (`hand_o
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,19 @@ def selected(request: RunRequest, config: Config) -> Dataset:
                         max_session_images=config.candidate.max_images, image_cache=config.image_cache)
 
 
+def external_server() -> bool:
+    """Whether the run goes to an external Prefect server (PREFECT_API_URL in the environment; read
+    without loading Prefect), not to the embedded one this process would start."""
+    return bool(os.environ.get("PREFECT_API_URL", "").strip())
+
+
+def _refuse_embedded_limits(config: Config) -> None:
+    """An endpoint limit is shared between evaluations: the embedded server is this run's alone."""
+    if config.endpoint_limit is not None and not external_server():
+        raise ConfigError("--endpoint-limit (endpoint_limit) needs an external Prefect server that every "
+                          "evaluation sharing the endpoint uses: set PREFECT_API_URL (deployments/README.md)")
+
+
 def preflight(request: RunRequest) -> Plan:
     """Everything that can refuse the run, checked before any model request or file write. For a
     `rejudge` run, the earlier run's effective configuration is the base, and it is the one reused."""
@@ -103,6 +117,7 @@ def preflight(request: RunRequest) -> Plan:
         raise ConfigError("a run needs --output")
     rejudge = request.rejudge
     config, earlier_plan = configured(request)
+    _refuse_embedded_limits(config)
     reuse = [rejudge] if rejudge is not None else list(request.reuse)
     candidate = judge = None
     if not request.simulate:

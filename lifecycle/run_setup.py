@@ -33,6 +33,7 @@ from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle import run_log
 from lifecycle.heartbeat import beat
+from lifecycle.limits import endpoint_gate
 from lifecycle.provenance import candidate_provenance, git_commit, package_versions
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.run_plan import Plan, handed_over
@@ -86,8 +87,8 @@ async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
     ingests = remembers(config.candidate.kind)  # no-memory: no session to count as ingested
     context = RunContext(
         run=plan.run, dataset=plan.dataset, config=config,
-        candidate_model=build_chat_model(candidate, config.candidate),
-        judge_model=build_chat_model(judge, config.judge),
+        candidate_model=build_chat_model(candidate, config.candidate, await endpoint_gate(candidate, config)),
+        judge_model=build_chat_model(judge, config.judge, await endpoint_gate(judge, config)),
         user_slots=asyncio.Semaphore(config.user_concurrency), query_slots=asyncio.Semaphore(config.query_concurrency),
         subflow_slots=asyncio.Semaphore(config.user_concurrency + 1), creating_subflow=asyncio.Lock(),
         judge_slots=asyncio.Semaphore(config.judge_concurrency),

@@ -27,7 +27,7 @@ from mobilemem.endpoints import Endpoint
 from mobilemem.records import CandidatePreset, Failure, ObservedRequest, RequestPreset
 from mobilemem.errors import describe
 from mobilemem.failure_kinds import FailureKind, failure_label
-from mobilemem.transport import RecordingTransport
+from mobilemem.transport import RecordingTransport, RequestGate
 
 
 T = TypeVar("T")
@@ -36,9 +36,11 @@ T = TypeVar("T")
 MODEL_CALL_ERRORS: tuple[type[BaseException], ...] = (openai.APIError, httpx.HTTPError, json.JSONDecodeError)
 
 
-def build_chat_model(endpoint: Endpoint, preset: RequestPreset) -> OpenAIChatModel:
-    """An AgentScope chat model for `endpoint` with the preset's request values and no retries."""
-    transport = RecordingTransport(httpx.AsyncHTTPTransport(retries=0), secrets=[endpoint.api_key.get_secret_value()])
+def build_chat_model(endpoint: Endpoint, preset: RequestPreset, gate: RequestGate | None = None) -> OpenAIChatModel:
+    """An AgentScope chat model for `endpoint` with the preset's request values and no retries;
+    with a `gate` (an endpoint limit), every HTTP request it makes waits for its turn."""
+    transport = RecordingTransport(httpx.AsyncHTTPTransport(retries=0), secrets=[endpoint.api_key.get_secret_value()],
+                                   gate=gate)
     http_client = httpx.AsyncClient(transport=transport, timeout=preset.request_timeout_s)
     context_size = preset.context_size if isinstance(preset, CandidatePreset) else 128_000
     return OpenAIChatModel(

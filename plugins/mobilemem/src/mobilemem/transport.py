@@ -24,6 +24,11 @@ a step whose library turned the failure into a value (ReMe's failed job) finds i
 
 Nothing recorded holds headers, credentials or payloads: status, timing, finish reason, counters,
 a sanitized error and code locations (file, line, function; never a local).
+
+A transport given a `RequestGate` (an endpoint limit shared between evaluations, DESIGN §12; the
+runner builds it on Prefect) takes a turn from it before each request goes out and gives it back
+once the response body has been read to its end or closed, or the request failed or was cancelled:
+a stream holds its turn while it is read. The recorded timing starts once the turn is taken.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Iterable
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
+from typing import Protocol
 
 import httpx
 
@@ -65,6 +72,34 @@ class IncompleteCompletion(httpx.RemoteProtocolError):
     """A 2xx response to a chat request whose body is not a complete, valid chat completion."""
 
 
+class RequestGate(Protocol):
+    """Where a model request waits for its turn: called once per request, the context manager it
+    returns is entered in the task that makes the request, before it goes out, and exited once,
+    without exception details and possibly from another task (the one that closes the body)."""
+
+    def __call__(self) -> AbstractAsyncContextManager[object]: ...
+
+
+class _Turn:
+    """A request's hold on its gate, given back once, however often it is asked to."""
+
+    def __init__(self, slot: AbstractAsyncContextManager[object] | None) -> None:
+        self._slot = slot
+
+    @classmethod
+    async def take(cls, gate: RequestGate | None) -> _Turn:
+        if gate is None:
+            return cls(None)
+        slot = gate()
+        await slot.__aenter__()
+        return cls(slot)
+
+    async def give_back(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            await slot.__aexit__(None, None, None)
+
+
 class _ObservedStream(httpx.AsyncByteStream):
     """Passes the body through with the credentials in use scrubbed, parsing it on the way; a chat
     completion that ends incomplete or invalid raises, so the step that asked for it fails; records
@@ -79,8 +114,10 @@ class _ObservedStream(httpx.AsyncByteStream):
     cancellation can fire. So a second iteration continues the first one, and yields nothing once
     the body has ended."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, record: _PendingRecord, scrubber: Scrubber) -> None:
+    def __init__(self, inner: httpx.AsyncByteStream, record: _PendingRecord, scrubber: Scrubber,
+                 turn: _Turn) -> None:
         self._inner = inner
+        self._turn = turn
         self._record = record
         self._scrubber = scrubber
         self._guard = StreamRewriter(record.parser.streamed, scrubber.forms)
@@ -105,8 +142,10 @@ class _ObservedStream(httpx.AsyncByteStream):
             # after [DONE] the openai SDK drains the rest under a short cancel scope: not a failure
             if not (isinstance(exc, asyncio.CancelledError) and self._record.parser.done):
                 self._record.fail(exc)
+            await self._turn.give_back()
             raise
         self._ended = True
+        await self._turn.give_back()  # the body has ended: the endpoint is done with this request
         if out := self._pass(self._scrubber.flush()) + self._guard.flush():
             yield out
         self._record.eof = True
@@ -122,6 +161,7 @@ class _ObservedStream(httpx.AsyncByteStream):
         finally:
             self._record.parser.feed(self._scrubber.flush())  # what arrived but was not read yet
             self._record.close()
+            await self._turn.give_back()
 
 
 class _PendingRecord:
@@ -187,14 +227,18 @@ def _file(target: UsageScope | None, record: ObservedRequest) -> None:
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that observes every exchange for the current `UsageScope`, and removes
-    `secrets` (the credentials in use) from every response body before any library reads it."""
+    """An httpx transport that observes every exchange for the current `UsageScope`, removes
+    `secrets` (the credentials in use) from every response body before any library reads it and,
+    given a `gate`, sends each request in its turn."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport | None = None, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, inner: httpx.AsyncBaseTransport | None = None, secrets: Iterable[str] = (),
+                 gate: RequestGate | None = None) -> None:
         self._inner = inner or httpx.AsyncHTTPTransport(retries=0)
         self._secrets = secret_forms(secrets)
+        self._gate = gate
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        turn = await _Turn.take(self._gate)
         target = current_scope()
         started_at = datetime.now(UTC)
         compression = bool(_FORCED_TOOL.search(request.content)) if request.method == "POST" else False
@@ -205,6 +249,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             _file(target, ObservedRequest(started_at=started_at, finished_at=datetime.now(UTC), status=None,
                                           success=False, streamed=False, compression=compression,
                                           failure=request_failure(error, failure, caller_frames(__file__))))
+            await turn.give_back()
             raise
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         validate = request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
@@ -212,7 +257,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         if not pending.ok_status:  # known failed now, while the stack of the code that asked is here
             pending.fail()
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = _ObservedStream(response.stream, pending, Scrubber(self._secrets))
+        response.stream = _ObservedStream(response.stream, pending, Scrubber(self._secrets), turn)
         return response
 
     async def aclose(self) -> None:
