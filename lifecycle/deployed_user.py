@@ -37,7 +37,7 @@ from lifecycle import run_log
 from lifecycle.context import RunContext, register, release
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.gaps import record_user_gaps
-from lifecycle.limits import RunLimits
+from lifecycle.limits import endpoint_gate, run_limits
 from lifecycle.provenance import git_commit, package_versions
 
 PROGRESS_S = 2.0
@@ -113,7 +113,7 @@ def _earlier_runs(manifest: RunFile) -> list[EarlierRun]:
     return [EarlierRun.open(path) for path in request.reuse]
 
 
-def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Dataset) -> RunContext | str:
+async def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Dataset) -> RunContext | str:
     """The user's context on this worker, or the mismatch that forbids it."""
     config = manifest.config
     try:
@@ -126,12 +126,13 @@ def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Dataset)
         return "judge-settings.json"
     [user] = dataset.users
     progress = UserProgress(user_id, len(user.sessions) if remembers(config.candidate.kind) else 0, len(user.questions))
-    query_slots, judge_slots = RunLimits.named(RunIdentity.of(manifest)).slots()  # the parent created them
+    query_slots, judge_slots = run_limits(RunIdentity.of(manifest), config)  # the parent created them
     fingerprint = fingerprints.memory_fingerprint(user, dataset.images_of(user), candidate.model, config.candidate,
                                                   manifest.candidate, manifest.prompt_sha256, manifest.simulated)
     return RunContext(
         run=run, dataset=dataset, config=config,
-        candidate_model=build_chat_model(candidate, config.candidate), judge_model=build_chat_model(judge, config.judge),
+        candidate_model=build_chat_model(candidate, config.candidate, await endpoint_gate(candidate, config)),
+        judge_model=build_chat_model(judge, config.judge, await endpoint_gate(judge, config)),
         user_slots=asyncio.Semaphore(1), subflow_slots=asyncio.Semaphore(1), creating_subflow=asyncio.Lock(),
         query_slots=query_slots, judge_slots=judge_slots,
         disk=DiskGuard(run.root, config.min_free_disk_mb * 2**20),
@@ -157,7 +158,7 @@ async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
     deployed.heartbeat = asyncio.get_running_loop().create_task(_beat(deployed), name="mobilemem-user-heartbeat")
     try:
         dataset = await asyncio.to_thread(_dataset, manifest, user_id)
-        found = _mismatch(manifest, user_id, dataset) or _context(run, manifest, user_id, dataset)
+        found = _mismatch(manifest, user_id, dataset) or await _context(run, manifest, user_id, dataset)
     except DatasetError as exc:
         found = f"dataset ({str(exc).splitlines()[0]})"
     if isinstance(found, str):

@@ -170,9 +170,26 @@ async def ensure_limit(name: str, size: int) -> None:
         except ObjectAlreadyExists:
             pass
         existing = await client.read_global_concurrency_limit_by_name(name)
-    if existing.limit != size:
-        raise ConfigError(f"the Prefect concurrency limit {name} exists with {existing.limit} slots, "
-                          f"this run asks for {size}: delete it or ask for {existing.limit}")
+    _refuse_another_size(name, existing.limit, size)
+
+
+def _refuse_another_size(name: str, existing: int, size: int) -> None:
+    if existing != size:
+        raise ConfigError(f"the Prefect concurrency limit {name} exists with {existing} slots, "
+                          f"this run asks for {size}: delete it or ask for {existing}")
+
+
+def refuse_other_endpoint_limits(endpoints: list[Endpoint], config: Config) -> None:
+    """Preflight (before anything is written): an endpoint limit that exists with another size."""
+    if config.endpoint_limit is None:
+        return
+    with get_client(sync_client=True) as client:
+        for name in sorted({endpoint_limit_name(e, config) for e in endpoints}):
+            try:
+                existing = client.read_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                continue
+            _refuse_another_size(name, existing.limit, config.endpoint_limit)
 
 
 async def create_run_limits(identity: RunIdentity, config: Config) -> RunLimits:

@@ -9,7 +9,6 @@ them alone). The command line hands its plan over to the flow it starts (`hand_o
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from mobilemem.errors import ConfigError
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
+from lifecycle.server_checks import check_workers, external_server
 
 _PREFLIGHTED: dict[RunRequest, Plan] = {}  # per request, until the flow takes it (`planned`)
 
@@ -97,17 +97,22 @@ def selected(request: RunRequest, config: Config) -> Dataset:
                         max_session_images=config.candidate.max_images, image_cache=config.image_cache)
 
 
-def external_server() -> bool:
-    """Whether the run goes to an external Prefect server (PREFECT_API_URL in the environment; read
-    without loading Prefect), not to the embedded one this process would start."""
-    return bool(os.environ.get("PREFECT_API_URL", "").strip())
-
-
 def _refuse_embedded_limits(config: Config) -> None:
     """An endpoint limit is shared between evaluations: the embedded server is this run's alone."""
     if config.endpoint_limit is not None and not external_server():
         raise ConfigError("--endpoint-limit (endpoint_limit) needs an external Prefect server that every "
                           "evaluation sharing the endpoint uses: set PREFECT_API_URL (deployments/README.md)")
+
+
+def _check_server(request: RunRequest, config: Config, endpoints: list[Endpoint]) -> None:
+    """What the external Prefect server must hold for `--workers` and `--endpoint-limit` (Prefect's
+    client is loaded only then)."""
+    if request.workers is not None:
+        check_workers(request)
+    if config.endpoint_limit is not None:
+        from lifecycle.limits import refuse_other_endpoint_limits
+
+        refuse_other_endpoint_limits(endpoints, config)
 
 
 def preflight(request: RunRequest) -> Plan:
@@ -123,10 +128,7 @@ def preflight(request: RunRequest) -> Plan:
     if not request.simulate:
         candidate, judge = Endpoint.from_env("candidate", config), Endpoint.from_env("judge", config)
     mobilemem_judge.judge_settings(config.judge, judge or Endpoint.simulated("judge", config, "http://x"))
-    if request.workers is not None:
-        from lifecycle.user_deployments import check_workers  # Prefect's client, only for --workers
-
-        check_workers(request)
+    _check_server(request, config, [e for e in (candidate, judge) if e is not None])
     run = RunDir.for_output(request.output, config.model, config.candidate.kind)
     if run.root.exists() and not run.claim_file.is_file():
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")

@@ -33,7 +33,7 @@ from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle import run_log
 from lifecycle.heartbeat import beat
-from lifecycle.limits import endpoint_gate
+from lifecycle.limits import create_run_limits, delete_run_limits, endpoint_gate
 from lifecycle.provenance import candidate_provenance, git_commit, package_versions
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.run_plan import Plan, handed_over
@@ -100,8 +100,6 @@ async def open_run(plan: Plan, simulator_url: str | None) -> RunContext:
         reuse=plan.reuse, rejudge=plan.rejudge, workers=plan.request.workers,
         log_handler=run_log.attach(plan.run))
     if context.workers is not None:  # the limits every user run on every worker takes (DESIGN §12)
-        from lifecycle.limits import create_run_limits
-
         context.run_limits = await create_run_limits(context.dashboard.identity, config)
     await context.dashboard.open_run()
     context.heartbeat = asyncio.get_running_loop().create_task(beat(plan.run), name="mobilemem-heartbeat")
@@ -147,8 +145,6 @@ async def close_run(context: RunContext, state: RunState) -> None:
     if context.heartbeat is not None:
         context.heartbeat.cancel()
     if context.run_limits is not None:
-        from lifecycle.limits import delete_run_limits
-
         await _cleanup(context.run, delete_run_limits, context.run_limits)
     await _cleanup(context.run, close_chat_model, context.candidate_model)
     await _cleanup(context.run, close_chat_model, context.judge_model)

@@ -14,51 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 from uuid import UUID
 
 from prefect.client.orchestration import get_client
 from prefect.deployments import arun_deployment
-from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelling
 
-from mobilemem.errors import ConfigError, MobilememError, describe, error_record
-from mobilemem.records import ErrorLine, RunRequest, UserProgressFile
+from mobilemem.errors import MobilememError, describe, error_record
+from mobilemem.records import ErrorLine, UserProgressFile
 from mobilemem.rundir import RunDir, append_error, read_lines, read_record
 from lifecycle.context import RunContext
 from lifecycle.gaps import record_orphaned_questions
 from lifecycle.orchestration import start_patiently
+from lifecycle.server_checks import USER_DEPLOYMENT
 
-USER_DEPLOYMENT = "mobilemem-user/evaluate-user"
 POLL_S = 2.0
 log = logging.getLogger(__name__)
-
-
-def check_workers(request: RunRequest) -> None:
-    """Preflight of `--workers POOL`: an external Prefect server that has the pool and the user
-    deployment on it; each refusal is one line (ConfigError)."""
-    if request.simulate:
-        raise ConfigError("--workers cannot use --simulate (its simulator lives in this process): start "
-                          "`python -m mobilemem.simulator --port P` and set LLM_BASE_URL/LLM_API_KEY on every worker")
-    if not os.environ.get("PREFECT_API_URL"):
-        raise ConfigError("--workers needs an external Prefect server on PostgreSQL: set PREFECT_API_URL "
-                          "(deployments/README.md, \"One evaluation on many machines\")")
-    pool = request.workers
-    try:
-        with get_client(sync_client=True) as client:
-            client.read_work_pool(pool)
-            deployment = client.read_deployment_by_name(USER_DEPLOYMENT)
-    except ObjectNotFound:
-        raise ConfigError(f"--workers {pool}: the Prefect server at {os.environ['PREFECT_API_URL']} has no work pool "
-                          f"{pool!r} or no deployment {USER_DEPLOYMENT} (prefect --no-prompt deploy --all, "
-                          "deployments/README.md)") from None
-    except Exception as exc:  # unreachable, refused, ...
-        raise ConfigError(f"--workers {pool}: the Prefect server at {os.environ['PREFECT_API_URL']} did not "
-                          f"answer: {describe(exc)}") from None
-    if deployment.work_pool_name != pool:
-        raise ConfigError(f"--workers {pool}: the deployment {USER_DEPLOYMENT} runs on the work pool "
-                          f"{deployment.work_pool_name!r}, not {pool!r}")
 
 
 async def evaluate_deployed_user(context: RunContext, user_id: int) -> None:

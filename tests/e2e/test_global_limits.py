@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.exceptions import ObjectNotFound
 
 from mobilemem.config import load_config
@@ -242,3 +243,20 @@ def test_a_run_with_an_endpoint_limit_stays_within_it_and_leaves_the_limit(sampl
     with get_client(sync_client=True) as client:
         shared = client.read_global_concurrency_limit_by_name(f"mobilemem-endpoint-{key}")
     assert (shared.limit, shared.active_slots) == (2, 0)  # shared between evaluations: kept, nothing held
+
+
+def test_an_endpoint_limit_of_another_size_is_refused_before_the_run_exists(sample_root, tmp_path, monkeypatch,
+                                                                             sim, capsys):
+    from prefect.settings import PREFECT_API_URL
+
+    from e2e.runs import run_cli
+
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
+    key = _name("sized")
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=f"mobilemem-endpoint-{key}", limit=3))
+    code, run = run_cli(monkeypatch, sim, sample_root, tmp_path / "out", "--endpoint-limit", "2",
+                        "--endpoint-key", key)
+    [line] = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert code == 1 and not run.root.exists() and not sim.requests
+    assert f"mobilemem-endpoint-{key} exists with 3 slots, this run asks for 2" in line
