@@ -79,8 +79,8 @@ class DeployedUser:
 
 def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
     """The first field in which this worker's evaluation would differ from the parent's plan."""
-    if git_commit() != (manifest.git_commit, manifest.git_dirty):
-        return "git_commit"
+    if (code := git_commit()) != (manifest.git_commit, manifest.git_dirty):
+        return f"git_commit ({_code(*code)}, the parent has {_code(manifest.git_commit, manifest.git_dirty)})"
     versions = package_versions()
     for name, version in manifest.package_versions.items():
         if versions.get(name) != version:
@@ -98,6 +98,10 @@ def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
     if [q.question_id for u in dataset.users for q in u.questions] != planned:
         return "questions"
     return None
+
+
+def _code(commit: str | None, dirty: bool | None) -> str:
+    return f"{(commit or 'no commit')[:12]}{' with uncommitted changes' if dirty else ''}"
 
 
 def _dataset(manifest: RunFile, user_id: int) -> Dataset:

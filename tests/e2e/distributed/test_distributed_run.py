@@ -179,3 +179,57 @@ def test_two_evaluations_with_an_endpoint_limit_never_exceed_it_at_the_endpoint(
         assert process.returncode == 0, stderr[-3000:]
     assert simulator.max_in_flight() == 2
     assert len(simulator.requests) > 2 * USERS * QUESTIONS  # both evaluations went through it
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _until(check, what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def test_a_silent_user_run_is_cancelled_and_its_questions_are_gaps(cluster, dataset, tmp_path):
+    config = tmp_path / "heartbeat.yaml"
+    config.write_text("user_heartbeat_timeout_s: 8\n")
+    output = tmp_path / "silent"
+    parent = subprocess.Popen(_parent(dataset, output, "--config", str(config)), cwd=ROOT, env=cluster.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = RunDir.for_output(output, "qwen3.8-max")
+    _until(lambda: _mid_answer(run) is not None or parent.poll() is not None, "no answer was seen under way", 600)
+    victim, host = _mid_answer(run)
+    os.kill(host.pid, signal.SIGSTOP)  # frozen: alive, but its heartbeat stops
+    try:
+        _, stderr = parent.communicate(timeout=900)
+    finally:
+        os.kill(host.pid, signal.SIGKILL)
+    assert parent.returncode == 0, stderr[-3000:]
+    reasons = {read_record(run.user(victim).question(q).error, ErrorFile).reason
+               for u, q in _questions(run) if u == victim and not run.user(victim).question(q).metrics.is_file()}
+    assert reasons == {"orchestration failed: silent for 8 s"}
+    assert all(run.user(u).question(q).metrics.is_file() for u, q in _questions(run) if u != victim)
+
+
+def test_interrupting_the_parent_cancels_its_user_runs(cluster, dataset, tmp_path):
+    output = tmp_path / "interrupted"
+    parent = subprocess.Popen(_parent(dataset, output), cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    run = RunDir.for_output(output, "qwen3.8-max")
+    _until(lambda: _mid_answer(run) is not None or parent.poll() is not None, "no answer was seen under way", 600)
+    started = [read_record(run.user(u).host, HostFile) for u in range(USERS) if run.user(u).host.is_file()]
+    parent.send_signal(signal.SIGINT)
+    _, stderr = parent.communicate(timeout=300)
+    assert parent.returncode == 130, stderr[-3000:]
+    for host in started:
+        _until(lambda: cluster.api("GET", f"flow_runs/{host.flow_run_id}").json()["state"]["type"]
+               in ("CANCELLED", "COMPLETED", "CRASHED"), f"user {host.user_id}'s run was not stopped")
+        _until(lambda: not _alive(host.pid), f"user {host.user_id}'s process still runs")
+    assert any(cluster.api("GET", f"flow_runs/{h.flow_run_id}").json()["state"]["type"] == "CANCELLED"
+               for h in started)
