@@ -131,9 +131,10 @@ def test_the_records_equal_a_single_process_runs(distributed_run, single_process
     assert (a.overall, a.by_language, a.by_difficulty) == (b.overall, b.by_language, b.by_difficulty)
 
 
-def _mid_answer(run: RunDir) -> tuple[int, HostFile] | None:
-    """A user whose answer is under way (job.json written, no judgment yet) and its host.json."""
-    for user_id in range(USERS):
+def _mid_answer(run: RunDir, besides: int | None = None) -> tuple[int, HostFile] | None:
+    """A user (other than `besides`) whose answer is under way (job.json written, no judgment yet)
+    and its host.json."""
+    for user_id in (u for u in range(USERS) if u != besides):
         user = run.user(user_id)
         questions = user.root / "questions"
         if not user.host.is_file() or not questions.is_dir():
@@ -144,41 +145,19 @@ def _mid_answer(run: RunDir) -> tuple[int, HostFile] | None:
     return None
 
 
-def test_a_killed_user_run_is_that_users_gaps_and_the_others_complete(cluster, dataset, tmp_path):
-    output = tmp_path / "killed"
-    parent = subprocess.Popen(_parent(dataset, output, "--query-concurrency", "2"), cwd=ROOT, env=cluster.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run = RunDir.for_output(output, "qwen3.8-max")
-    deadline = time.monotonic() + 600
-    while (found := _mid_answer(run)) is None:
-        assert parent.poll() is None and time.monotonic() < deadline, "no answer was seen under way"
-        time.sleep(0.05)
-    victim, host = found
-    os.kill(host.pid, signal.SIGKILL)
-    _, stderr = parent.communicate(timeout=900)
-    assert parent.returncode == 0, stderr[-3000:]
-    reasons = set()
-    for user_id, question_id in _questions(run):
-        folder = run.user(user_id).question(question_id)
-        if user_id != victim:
-            assert folder.metrics.is_file(), (user_id, question_id)
-        elif not folder.metrics.is_file():
-            reasons.add(read_record(folder.error, ErrorFile).reason)
-    assert reasons and all(r.startswith("orchestration failed: ") for r in reasons), reasons
-
-
 def test_two_evaluations_with_an_endpoint_limit_never_exceed_it_at_the_endpoint(cluster, dataset, simulator,
                                                                                  tmp_path):
     simulator.reset()
     simulator.latency_s = 0.3
-    started = [subprocess.Popen(_parent(dataset, tmp_path / name, "--endpoint-limit", "2"), cwd=ROOT,
-                                env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    started = [subprocess.Popen(_parent(dataset, tmp_path / name, "--endpoint-limit", "2", "--users", "0,1,2"),
+                                cwd=ROOT, env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
                for name in ("one", "two")]
     for process in started:
         _, stderr = process.communicate(timeout=900)
         assert process.returncode == 0, stderr[-3000:]
     assert simulator.max_in_flight() == 2
-    assert len(simulator.requests) > 2 * USERS * QUESTIONS  # both evaluations went through it
+    assert len(simulator.requests) > 2 * 3 * QUESTIONS  # both evaluations went through it
 
 
 def _alive(pid: int) -> bool:
@@ -196,25 +175,36 @@ def _until(check, what: str, timeout_s: float = 120) -> None:
         time.sleep(0.2)
 
 
-def test_a_silent_user_run_is_cancelled_and_its_questions_are_gaps(cluster, dataset, tmp_path):
+def _unscored_reasons(run: RunDir, user_id: int) -> set[str]:
+    return {read_record(run.user(user_id).question(q).error, ErrorFile).reason
+            for u, q in _questions(run) if u == user_id and not run.user(u).question(q).metrics.is_file()}
+
+
+def test_a_killed_and_a_frozen_user_run_are_their_users_gaps_and_the_others_complete(cluster, dataset, tmp_path):
+    """kill -9 of one user's flow-run process mid-answer (its run ends Crashed), SIGSTOP of another's
+    (alive but silent past user_heartbeat_timeout_s: the parent cancels it). One evaluation for both:
+    each holds a question slot its lease keeps for a minute, so two runs would wait twice."""
     config = tmp_path / "heartbeat.yaml"
     config.write_text("user_heartbeat_timeout_s: 8\n")
-    output = tmp_path / "silent"
-    parent = subprocess.Popen(_parent(dataset, output, "--config", str(config)), cwd=ROOT, env=cluster.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    output = tmp_path / "killed"
+    parent = subprocess.Popen(_parent(dataset, output, "--query-concurrency", "2", "--config", str(config)),
+                              cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run = RunDir.for_output(output, "qwen3.8-max")
     _until(lambda: _mid_answer(run) is not None or parent.poll() is not None, "no answer was seen under way", 600)
-    victim, host = _mid_answer(run)
-    os.kill(host.pid, signal.SIGSTOP)  # frozen: alive, but its heartbeat stops
+    killed, host = _mid_answer(run)
+    os.kill(host.pid, signal.SIGKILL)
+    _until(lambda: _mid_answer(run, besides=killed) is not None or parent.poll() is not None,
+           "no other answer was seen under way", 600)
+    frozen, stopped = _mid_answer(run, besides=killed)
+    os.kill(stopped.pid, signal.SIGSTOP)  # alive, but its heartbeat stops
     try:
         _, stderr = parent.communicate(timeout=900)
     finally:
-        os.kill(host.pid, signal.SIGKILL)
+        os.kill(stopped.pid, signal.SIGKILL)
     assert parent.returncode == 0, stderr[-3000:]
-    reasons = {read_record(run.user(victim).question(q).error, ErrorFile).reason
-               for u, q in _questions(run) if u == victim and not run.user(victim).question(q).metrics.is_file()}
-    assert reasons == {"orchestration failed: silent for 8 s"}
-    assert all(run.user(u).question(q).metrics.is_file() for u, q in _questions(run) if u != victim)
+    assert _unscored_reasons(run, killed) == {"orchestration failed: Crashed"}
+    assert _unscored_reasons(run, frozen) == {"orchestration failed: silent for 8 s"}
+    assert all(run.user(u).question(q).metrics.is_file() for u, q in _questions(run) if u not in (killed, frozen))
 
 
 def test_interrupting_the_parent_cancels_its_user_runs(cluster, dataset, tmp_path):
