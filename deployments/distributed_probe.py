@@ -39,7 +39,7 @@ def server_settings() -> dict[str, str]:
         settings[f"PREFECT_SERVER_SERVICES_{service}_ENABLED"] = "true"
     settings.update({
         "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.memory",
-        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "1",
+        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "0.2",
         # `prefect deployment run --watch` prints the run's log lines as they come
         "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true",
         "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED": "true",

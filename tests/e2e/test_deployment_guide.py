@@ -208,7 +208,7 @@ def _assert_own_server(output: str, checkout: Path, foreign: dict) -> None:
     assert f"GUIDE-API=http://127.0.0.1:{port}/api DO_NOT_TRACK=1" in output
     assert f"the guide's Prefect server answers: dashboard http://127.0.0.1:{port}" in output
     own = json.loads((checkout / "guide-server.json").read_text())
-    assert own["work_pools"] == ["mobilemem"] and own["deployments"] == ["evaluate"]
+    assert own["work_pools"] == ["mobilemem"] and sorted(own["deployments"]) == ["evaluate", "evaluate-user"]
     assert len([name for name in own["flow_runs"] if not name.startswith("user-")]) == 5  # every run
     assert own["analytics"] is False
     assert foreign == {"work_pools": [], "deployments": [], "flow_runs": [], "analytics": False}
