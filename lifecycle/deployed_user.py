@@ -190,10 +190,9 @@ def _progress_file(deployed: DeployedUser, beat: int) -> UserProgressFile:
         gaps = sum(q.user_id == deployed.user_id for q in deployed.manifest.questions)
         return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now, index="not run", gaps=gaps,
                                 finished=deployed.mismatch is not None)
-    p = deployed.context.dashboard.progress[deployed.user_id]
-    return UserProgressFile(user_id=p.user_id, beat=beat, at=now, ingested=p.ingested,
-                            failed_sessions=p.failed_sessions, index=p.index, answered=p.answered, judged=p.judged,
-                            gaps=p.gaps, finished=p.finished)
+    progress = deployed.context.dashboard.progress[deployed.user_id]
+    return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now,
+                            **{name: getattr(progress, name) for name in UserProgressFile.counters()})
 
 
 async def _beat(deployed: DeployedUser) -> None:

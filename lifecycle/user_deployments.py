@@ -42,7 +42,8 @@ async def evaluate_deployed_user(context: RunContext, user_id: int) -> None:
         except BaseException:  # the parent is interrupted (or failed): its user run stops too
             await asyncio.shield(_cancel(run_id))
             raise
-    merge_user_files(context.run, user_id)
+        finally:
+            merge_user_files(context.run, user_id)
     if ended is not None:
         reason = f"orchestration failed: {ended}"
         error = error_record(MobilememError(f"the deployment run of user {user_id} ({run_id}) ended: {ended}"),
@@ -54,15 +55,11 @@ async def evaluate_deployed_user(context: RunContext, user_id: int) -> None:
 
 
 async def _start(context: RunContext, user_id: int) -> UUID:
-    parent = read_parent_id(context)
+    parent = context.dashboard.identity.run_id  # the parent flow run's id
     run = await arun_deployment(USER_DEPLOYMENT, parameters={"user_id": user_id, "run_dir": str(context.run.root)},
                                 timeout=0, as_subflow=True, idempotency_key=f"{parent}-user-{user_id}")
     log.info("user %s: deployment run %s created", user_id, run.id)
     return run.id
-
-
-def read_parent_id(context: RunContext) -> str:
-    return context.dashboard.identity.run_id
 
 
 async def _watch(context: RunContext, user_id: int, run_id: UUID) -> str | None:
@@ -99,9 +96,7 @@ def _read_progress(context: RunContext, user_id: int) -> int | None:
         progress = read_record(context.run.user(user_id).progress, UserProgressFile)
     except (OSError, ValueError):  # not written yet, or being replaced on a filesystem without atomic rename
         return None
-    context.dashboard.progress[user_id].update(
-        ingested=progress.ingested, failed_sessions=progress.failed_sessions, index=progress.index,
-        answered=progress.answered, judged=progress.judged, gaps=progress.gaps, finished=progress.finished)
+    context.dashboard.progress[user_id].update(**progress.model_dump(include=UserProgressFile.counters()))
     return progress.beat
 
 

@@ -224,7 +224,8 @@ def test_interrupting_the_parent_cancels_its_user_runs(cluster, dataset, tmp_pat
     parent = subprocess.Popen(_parent(dataset, output), cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     run = RunDir.for_output(output, "qwen3.8-max")
-    _until(lambda: _mid_answer(run) is not None or parent.poll() is not None, "no answer was seen under way", 600)
+    _until(lambda: any(run.user(u).host.is_file() for u in range(USERS)) or parent.poll() is not None,
+           "no user run started", 600)
     started = [read_record(run.user(u).host, HostFile) for u in range(USERS) if run.user(u).host.is_file()]
     parent.send_signal(signal.SIGINT)
     _, stderr = parent.communicate(timeout=300)

@@ -36,3 +36,8 @@ class UserProgressFile(RecordBase):
     judged: int = 0
     gaps: int = 0
     finished: bool = False
+
+    @classmethod
+    def counters(cls) -> set[str]:
+        """The fields that mirror the user's progress counters (lifecycle.dashboard.UserProgress)."""
+        return set(cls.model_fields) - set(RecordBase.model_fields) - {"user_id", "beat", "at"}
