@@ -4,6 +4,8 @@
 
 It writes only under `users/<uid>/`: host.json first, progress.json every PROGRESS_S (its counters,
 and the heartbeat the parent watches), its errors and log (`UserRunDir`), and the user's records.
+The heartbeat is a thread of its own: a library call that holds the event loop for minutes is
+bounded by the step's own budget, and must not make a live run look dead to the parent.
 When this worker differs from the parent (code, packages, dataset, questions, images, prompts, judge
 settings, or an environment that cannot build the models), every question of the user is a gap
 `worker mismatch: <field>` and nothing is asked of any model.
@@ -15,7 +17,8 @@ import asyncio
 import logging
 import os
 import socket
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -73,7 +76,8 @@ class DeployedUser:
     user_id: int
     context: RunContext | None  # None when this worker does not match the parent (`mismatch`)
     mismatch: str | None
-    heartbeat: asyncio.Task | None = None
+    heartbeat: threading.Thread | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
     log_handler: logging.Handler | None = None
 
 
@@ -86,14 +90,14 @@ def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
         if versions.get(name) != version:
             return f"package_versions.{name} ({versions.get(name)}, the parent has {version})"
     identity = dataset.identity()
-    for field, mine, theirs in (("data_sha256", dataset.data_sha256, manifest.data_sha256),
+    for name, mine, theirs in (("data_sha256", dataset.data_sha256, manifest.data_sha256),
                                 ("questions_sha256", dataset.questions_sha256, manifest.questions_sha256),
                                 ("images_sha256", identity.images_sha256.get(str(user_id)),
                                  manifest.images_sha256.get(str(user_id))),
                                 ("prompt_sha256", frozen_hashes(manifest.config.candidate.kind),
                                  manifest.prompt_sha256)):
         if mine != theirs:
-            return field
+            return name
     planned = [q.question_id for q in manifest.questions if q.user_id == user_id]
     if [q.question_id for u in dataset.users for q in u.questions] != planned:
         return "questions"
@@ -159,7 +163,8 @@ async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
     manifest = read_record(run.run, RunFile)
     _host(run, manifest, user_id)
     deployed = DeployedUser(run, manifest, user_id, context=None, mismatch=None, log_handler=run_log.attach(run))
-    deployed.heartbeat = asyncio.get_running_loop().create_task(_beat(deployed), name="mobilemem-user-heartbeat")
+    deployed.heartbeat = threading.Thread(target=_beat, args=(deployed,), name="mobilemem-user-heartbeat", daemon=True)
+    deployed.heartbeat.start()
     try:
         dataset = await asyncio.to_thread(_dataset, manifest, user_id)
         found = _mismatch(manifest, user_id, dataset) or await _context(run, manifest, user_id, dataset)
@@ -195,13 +200,14 @@ def _progress_file(deployed: DeployedUser, beat: int) -> UserProgressFile:
                             **{name: getattr(progress, name) for name in UserProgressFile.counters()})
 
 
-async def _beat(deployed: DeployedUser) -> None:
-    """Until cancelled: progress.json every PROGRESS_S (the write is the heartbeat)."""
+def _beat(deployed: DeployedUser) -> None:
+    """Until stopped: progress.json every PROGRESS_S (the write is the heartbeat)."""
     beat = 0
     while True:
         _write_progress(deployed, beat)
         beat += 1
-        await asyncio.sleep(PROGRESS_S)
+        if deployed.stop.wait(PROGRESS_S):
+            return
 
 
 def _write_progress(deployed: DeployedUser, beat: int) -> None:
@@ -214,8 +220,8 @@ def _write_progress(deployed: DeployedUser, beat: int) -> None:
 async def close_deployed_user(deployed: DeployedUser) -> None:
     """The models closed (cleanup errors recorded), the last progress written, the log detached."""
     if deployed.heartbeat is not None:
-        deployed.heartbeat.cancel()
-        await asyncio.gather(deployed.heartbeat, return_exceptions=True)
+        deployed.stop.set()
+        await asyncio.to_thread(deployed.heartbeat.join)
     context = deployed.context
     if context is not None:
         for model in (context.candidate_model, context.judge_model):
