@@ -139,7 +139,7 @@ def figures(output: Path, log: list[dict], latency: float, stats: RunnerStats) -
                                                          config.judge_concurrency))
     questions = len(read_record(run.run, RunFile).questions)
     summary = read_record(run.summary, SummaryFile)
-    lost = [f"user {e.user_id}: {e.reason}" for e in read_lines(run.errors, ErrorLine) if e.stage == "run"]
+    lost = [f"user {e.user_id}: {e.failure.message}" for e in read_lines(run.errors, ErrorLine) if e.stage == "run"]
     return {"latency_s": latency, "run_dir": str(run.root), "scored": summary.scored, "expected": summary.expected,
             "gaps": summary.gaps, "orchestration_errors": lost, "requests": len(log), "questions": questions,
             "measured_makespan_s": measured, "ideal_makespan_s": ideal.makespan,
