@@ -2,6 +2,7 @@
 
     python bench/overhead.py [--users 16 --sessions 8 --questions 20 --latency 1.0 0.2 0]
                              [--repeat N] [--db sqlite|postgres] [--json FILE]
+    python bench/overhead.py --distributed N --db postgres [--latency 1.0 0.2]   # issue 25: bench/distributed.py
 
 For each latency, `--repeat` times (default 3 at latencies under 1 s, where the server's 503s make
 the ratio a lottery, else 1): a fresh simulator process with that fixed per-request latency, the
@@ -138,7 +139,7 @@ def figures(output: Path, log: list[dict], latency: float, stats: RunnerStats) -
                                                          config.judge_concurrency))
     questions = len(read_record(run.run, RunFile).questions)
     summary = read_record(run.summary, SummaryFile)
-    lost = [f"user {e.user_id}: {e.reason}" for e in read_lines(run.errors, ErrorLine) if e.stage == "run"]
+    lost = [f"user {e.user_id}: {e.failure.message}" for e in read_lines(run.errors, ErrorLine) if e.stage == "run"]
     return {"latency_s": latency, "run_dir": str(run.root), "scored": summary.scored, "expected": summary.expected,
             "gaps": summary.gaps, "orchestration_errors": lost, "requests": len(log), "questions": questions,
             "measured_makespan_s": measured, "ideal_makespan_s": ideal.makespan,
@@ -243,14 +244,26 @@ def noise_lines(r: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     overhead_options(parser)
-    parser.add_argument("--latency", type=float, nargs="+", default=[1.0, 0.2, 0.0])
+    parser.add_argument("--latency", type=float, nargs="+",
+                        help="simulator latencies, s (default 1.0 0.2 0; with --distributed 1.0)")
     parser.add_argument("--repeat", type=int, help="runs per latency (default: 3 under 1 s, else 1)")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite",
                         help="the Prefect server's database (postgres: deployments/postgres.sh)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--config", type=Path, help="the runner's --config (e.g. dashboard.task_artifacts: true)")
+    parser.add_argument("--distributed", type=int, metavar="N",
+                        help="evaluate with --workers on deployments/distributed.sh's cluster of N workers")
+    parser.add_argument("--worker-poll", type=float, metavar="S",
+                        help="with --distributed: the workers' PREFECT_WORKER_QUERY_SECONDS (Prefect's default 10)")
     args = parser.parse_args(argv)
+    refused = distributed_refusal(args)
+    if refused:
+        print(f"overhead.py: {refused}", file=sys.stderr)
+        return 2
+    args.latency = args.latency or ([1.0] if args.distributed else [1.0, 0.2, 0.0])
     dataset = overhead_dataset(args)
+    if args.distributed:
+        return distributed_main(args, dataset)
     processes = Processes()
     try:
         url, db_pid = processes.postgres() if args.db == "postgres" else (None, None)
@@ -265,6 +278,33 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         processes.close()
     print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def distributed_refusal(args: argparse.Namespace) -> str | None:
+    """Why `--distributed` cannot run with these options (one line), else None."""
+    if args.distributed is None:
+        return "--worker-poll needs --distributed" if args.worker_poll is not None else None
+    if args.distributed < 1:
+        return f"--distributed needs at least 1 worker, not {args.distributed}"
+    if args.db != "postgres":
+        return f"--distributed needs --db postgres (distributed mode runs on PostgreSQL), not {args.db}"
+    if args.config is not None:
+        return "--distributed runs the default configuration: --config is not supported with it"
+    if args.worker_poll is not None and args.worker_poll <= 0:
+        return f"--worker-poll must be above 0 s, not {args.worker_poll:g}"
+    if args.latency and min(args.latency) <= 0:
+        return "--distributed needs latencies above 0 (its figures are ratios against the ideal)"
+    return None
+
+
+def distributed_main(args: argparse.Namespace, dataset: Path) -> int:
+    import distributed  # imports this module's figures: loaded only when asked for
+
+    results = distributed.run(args, dataset)
+    print(distributed.report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
