@@ -101,6 +101,8 @@ start_server() {
 start_worker() {
   (
     trap - INT
+    # a worker asks for runs every second, not Prefect's 10 s: a queued user waits that long (bench/README.md)
+    export PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-1}
     exec setsid prefect worker start --pool "$POOL" --limit "$WORKER_LIMIT" --name "$1"
   ) > "$DIR/$1.log" 2>&1 < /dev/null &
   pid=$!

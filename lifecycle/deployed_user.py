@@ -41,7 +41,7 @@ from lifecycle.context import RunContext, register, release
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.gaps import record_user_gaps
 from lifecycle.limits import endpoint_gate, run_limits
-from lifecycle.provenance import git_commit, package_versions
+from lifecycle.provenance import code_digest, git_commit, package_versions
 
 PROGRESS_S = 2.0
 MISMATCH = "worker mismatch"
@@ -83,8 +83,10 @@ class DeployedUser:
 
 def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
     """The first field in which this worker's evaluation would differ from the parent's plan."""
-    if (code := git_commit()) != (manifest.git_commit, manifest.git_dirty):
-        return f"git_commit ({_code(*code)}, the parent has {_code(manifest.git_commit, manifest.git_dirty)})"
+    if (commit := git_commit()[0]) != manifest.git_commit:
+        return f"git_commit ({commit or 'none'}, the parent has {manifest.git_commit or 'none'})"
+    if code_digest() != manifest.code_sha256:  # uncommitted changes to the code itself
+        return "code_sha256 (this worker's code differs from the parent's)"
     versions = package_versions()
     for name, version in manifest.package_versions.items():
         if versions.get(name) != version:
@@ -102,10 +104,6 @@ def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
     if [q.question_id for u in dataset.users for q in u.questions] != planned:
         return "questions"
     return None
-
-
-def _code(commit: str | None, dirty: bool | None) -> str:
-    return f"{(commit or 'no commit')[:12]}{' with uncommitted changes' if dirty else ''}"
 
 
 def _dataset(manifest: RunFile, user_id: int) -> Dataset:

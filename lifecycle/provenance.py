@@ -3,6 +3,7 @@ versions and the candidate's provenance (`plan` computes the same for its finger
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -23,6 +24,24 @@ def git_commit() -> tuple[str | None, bool | None]:
         return commit or None, dirty
     except (OSError, subprocess.SubprocessError):
         return None, None
+
+
+CODE_FOLDERS = ("cli", "flows", "lifecycle", "tasks", "plugins/mobilemem/src", "plugins/mobilemem-judge/src")
+CODE_SUFFIXES = (".py", ".yaml", ".txt", ".md")
+
+
+def code_digest() -> str:
+    """sha256 over the runner's code files (path and bytes, in path order): what a worker compares
+    with its parent (DESIGN §12), so an edit to a README or a test does not count, one to a module,
+    a plugin file or a prompt does."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    files = sorted(p for folder in CODE_FOLDERS for p in (root / folder).rglob("*")
+                   if p.suffix in CODE_SUFFIXES and p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        digest.update(f"{path.relative_to(root)}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def package_versions() -> dict[str, str]:

@@ -34,7 +34,7 @@ from lifecycle.context import RunContext, UserContext, register, release, user_c
 from lifecycle import run_log
 from lifecycle.heartbeat import beat
 from lifecycle.limits import create_run_limits, delete_run_limits, endpoint_gate
-from lifecycle.provenance import candidate_provenance, git_commit, package_versions
+from lifecycle.provenance import candidate_provenance, code_digest, git_commit, package_versions
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.run_plan import Plan, handed_over
 
@@ -61,7 +61,7 @@ def _manifest(plan: Plan) -> RunFile:
     return RunFile(
         args=plan.request, config=plan.config, config_files=config_files(plan.request.config),
         package_versions=package_versions(), git_commit=commit,
-        git_dirty=dirty, dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
+        git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
         prompt_sha256=frozen_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),

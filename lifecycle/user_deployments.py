@@ -29,7 +29,7 @@ from lifecycle.gaps import record_orphaned_questions
 from lifecycle.orchestration import start_patiently
 from lifecycle.server_checks import USER_DEPLOYMENT
 
-POLL_S = 2.0
+POLL_S = 1.0  # a finished user frees its slot this late at most
 log = logging.getLogger(__name__)
 
 

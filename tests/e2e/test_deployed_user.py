@@ -34,15 +34,20 @@ def _written(run: RunDir) -> set[str]:
     return {str(p.relative_to(run.root)) for p in run.root.rglob("*") if p.is_file()}
 
 
-def test_a_worker_with_another_package_version_makes_each_question_of_its_user_a_mismatch(baseline_run,
-                                                                                         tmp_path):
+@pytest.mark.parametrize(("change", "reason"), [
+    ("packages", "worker mismatch: package_versions.reme-ai (0.4.2.0, the parent has 0.0.1)"),
+    ("code", "worker mismatch: code_sha256 (this worker's code differs from the parent's)"),
+])
+def test_a_worker_that_differs_from_the_parent_makes_each_question_of_its_user_a_mismatch(change, reason,
+                                                                                         baseline_run, tmp_path):
     _, run, _, _ = baseline_run
-    versions = {**read_record(run.run, RunFile).package_versions, "reme-ai": "0.0.1"}
-    copy = _parents_files(run, tmp_path, package_versions=versions)
+    plan = read_record(run.run, RunFile)
+    changes = ({"package_versions": {**plan.package_versions, "reme-ai": "0.0.1"}} if change == "packages"
+               else {"code_sha256": "0" * 64})
+    copy = _parents_files(run, tmp_path, **changes)
     counts = asyncio.run(evaluate_user(1, copy.root))
     gaps = [read_record(p, ErrorFile) for p in sorted(copy.user(1).root.glob("questions/*/error.json"))]
     assert len(gaps) == 3 and counts == {"answered": 0, "judged": 0, "gaps": 3}
-    reason = "worker mismatch: package_versions.reme-ai (0.4.2.0, the parent has 0.0.1)"
     assert {g.reason for g in gaps} == {reason} and {g.stage for g in gaps} == {"history"}
     [line] = read_lines(UserRunDir(copy.root, 1).errors, ErrorLine)
     assert line.stage == "run" and reason in line.failure.message

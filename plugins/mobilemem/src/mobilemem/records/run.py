@@ -85,6 +85,8 @@ class RunFile(RecordBase):
     package_versions: dict[str, str]
     git_commit: str | None
     git_dirty: bool | None
+    code_sha256: str | None = Field(default=None, description="the runner's own code as it ran: its Python "
+                                    "modules and plugin files (lifecycle.provenance.code_digest); null in older runs")
     dataset_path: str
     dataset_revision: str | None
     data_sha256: str
