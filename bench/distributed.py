@@ -175,7 +175,7 @@ def per_question(r: dict) -> dict:
 def report(results: list[dict]) -> str:
     lines = []
     for r in results:
-        poll = f"{r['worker_poll_s']:g} s" if r["worker_poll_s"] else "Prefect's default"
+        poll = f"{r['worker_poll_s']:g} s" if r["worker_poll_s"] else "distributed.sh's 1 s"
         lines.append(f"distributed, {r['workers']} worker(s) x --limit {WORKER_LIMIT} (poll {poll}), "
                      f"latency {r['latency_s']:g} s: "
                      f"{r['requests']} requests, {r['questions']} questions, scored {r['scored']}/{r['expected']}, "
