@@ -147,7 +147,7 @@ async def _context(run: UserRunDir, manifest: RunFile, user_id: int, dataset: Da
         reuse=reuse, rejudge=manifest.args.rejudge is not None)
 
 
-def _host(run: UserRunDir, manifest: RunFile, user_id: int) -> None:
+def _host(run: UserRunDir, user_id: int) -> None:
     commit, _ = git_commit()
     write_record(run.user(user_id).host, HostFile(
         user_id=user_id, host=socket.gethostname(), pid=os.getpid(), worker=os.environ.get("PREFECT__WORKER_NAME"),
@@ -159,7 +159,7 @@ async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
     """host.json and the heartbeat first, then the checks and the context."""
     run = UserRunDir(Path(run_dir), user_id)
     manifest = read_record(run.run, RunFile)
-    _host(run, manifest, user_id)
+    _host(run, user_id)
     deployed = DeployedUser(run, manifest, user_id, context=None, mismatch=None, log_handler=run_log.attach(run))
     deployed.heartbeat = threading.Thread(target=_beat, args=(deployed,), name="mobilemem-user-heartbeat", daemon=True)
     deployed.heartbeat.start()
@@ -168,6 +168,9 @@ async def open_deployed_user(run_dir: Path, user_id: int) -> DeployedUser:
         found = _mismatch(manifest, user_id, dataset) or await _context(run, manifest, user_id, dataset)
     except DatasetError as exc:
         found = f"dataset ({str(exc).splitlines()[0]})"
+    except BaseException:  # e.g. the Prefect API refused the limits: the run fails, the parent records the gaps
+        await close_deployed_user(deployed)
+        raise
     if isinstance(found, str):
         deployed.mismatch = found
         _record_mismatch(deployed)
@@ -189,10 +192,12 @@ def _record_mismatch(deployed: DeployedUser) -> None:
 
 def _progress_file(deployed: DeployedUser, beat: int) -> UserProgressFile:
     now = datetime.now(UTC)
-    if deployed.context is None:  # a mismatch: every question is a gap
+    if deployed.mismatch is not None:  # every question is a gap
         gaps = sum(q.user_id == deployed.user_id for q in deployed.manifest.questions)
         return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now, index="not run", gaps=gaps,
-                                finished=deployed.mismatch is not None)
+                                finished=True)
+    if deployed.context is None:  # still checking and opening
+        return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now)
     progress = deployed.context.dashboard.progress[deployed.user_id]
     return UserProgressFile(user_id=deployed.user_id, beat=beat, at=now,
                             **{name: getattr(progress, name) for name in UserProgressFile.counters()})
