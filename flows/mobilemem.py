@@ -10,6 +10,11 @@ question holds one of `query_concurrency` slots from the start of its answer to 
 judgment, across all users; `judge_concurrency` caps the judgments alone. A failed step is a Failed
 task run and a gap record; the flow always finishes with `finalize` (summary.json, results.jsonl,
 report.html).
+With `--workers POOL` (DESIGN §12) each user is instead a run of the deployment
+`mobilemem-user/evaluate-user` on the pool's workers, the same `evaluate_user` flow: the parent starts
+and watches it (`lifecycle.user_deployments`), the worker's process rebuilds the user's context from
+run.json (`lifecycle.deployed_user`), and the question and judgment limits are Prefect global
+concurrency limits of the run.
 Task arguments are passed `quote()`d: they hold models, ReMe applications and dataset views that Prefect
 would otherwise walk on every call looking for upstream futures (most of the runner's CPU).
 The parent flow run ends `Completed: <scored>/<expected> scored,
