@@ -15,13 +15,12 @@ from PIL import Image
 
 import mobilemem_judge
 from mobilemem import fingerprints, reuse
-from mobilemem.candidates import CANDIDATES
+from mobilemem.candidates import plugin, prompt_hashes
 from mobilemem.records import Config, DEFAULT_KIND, JudgeSettingsFile, RunRequest
 from mobilemem.dataset import Dataset, ScheduledUser
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
 from mobilemem.endpoints import Endpoint
-from mobilemem.prompts import frozen_hashes
 from mobilemem.rundir import RunDir
 from lifecycle import run_plan
 from lifecycle.reuse_match import UserMatch, match_user
@@ -56,7 +55,7 @@ def cost(per_unit: int, fixed: int, units: list[int]) -> tuple[int, int]:
 def _reuse(args: argparse.Namespace, dataset: Dataset, config: Config,
            settings: JudgeSettingsFile) -> dict[int, UserMatch]:
     """Per user: the memory fingerprint `open_run` computes and what `tasks/reuse.py` would copy (copying nothing)."""
-    provenance, frozen = candidate_provenance(config), frozen_hashes(config.candidate.kind)
+    provenance, frozen = candidate_provenance(config), prompt_hashes(config.candidate.kind)
     try:
         earlier = [reuse.EarlierRun.open(path) for path in args.reuse]
         return {user.user_id: match_user(
@@ -90,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path)
     parser.add_argument("--model", help="candidate model name (default from the configuration)")
     parser.add_argument("--simulate", action="store_true", help="plan a run against the simulator")
-    parser.add_argument("--candidate", choices=CANDIDATES, help="plan a baseline's run (see the main command)")
+    parser.add_argument("--candidate", metavar="NAME", help="plan another candidate's run (see the main command)")
     parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
     parser.add_argument("--iterations-per-session", type=positive, default=3)
     parser.add_argument("--iterations-per-question", type=positive, default=6)
@@ -171,9 +170,12 @@ def main(argv: list[str]) -> int:
         run = RunDir.for_output(args.output, config.model, config.candidate.kind)
         lines.append(f"run directory {run.root}: {'exists: the run would refuse it' if run.root.exists() else 'free'}")
     users, k, m = dataset.users, args.iterations_per_session, args.iterations_per_question
-    if config.candidate.kind != DEFAULT_KIND:  # a baseline: no ingest request, one request per question
-        k, m = 0, 1
-        lines.append(f"candidate {config.candidate.kind}: no ingest request, one answer request per question")
+    declared = plugin(config.candidate.kind)  # a baseline: no ingest request, one request per question
+    k = k if declared.requests_per_session is None else declared.requests_per_session
+    m = m if declared.requests_per_question is None else declared.requests_per_question
+    if config.candidate.kind != DEFAULT_KIND:
+        lines.append(f"candidate {config.candidate.kind}: {k} model requests per session, {m} per question "
+                     "(as its plug-in declares)")
     lines += [*([note] if note else []), "", _count(f"users {len(users)}, ", users, dataset),
               *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
               "", "reuse (the first --reuse run holding the same memory fingerprint wins):",

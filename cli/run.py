@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mobilemem.candidates import CANDIDATES
+from mobilemem.candidates import installed
 from mobilemem.dataset import DATASET_ID
 from mobilemem.errors import ConfigError, DatasetError
 from mobilemem.records import RunRequest
@@ -40,10 +40,11 @@ def evaluate_parser() -> argparse.ArgumentParser:
                         help="keep the first N selected questions of each user (smoke runs)")
     parser.add_argument("--simulate", action="store_true",
                         help="use the local model simulator for both roles (ignores LLM_* variables)")
-    parser.add_argument("--candidate", choices=CANDIDATES,
+    parser.add_argument("--candidate", metavar="NAME",
                         help="what is evaluated (config candidate.kind): reme-image (default, ReMe through the "
-                             "plugin), or a baseline on the same contract: no-memory, bm25-rag; a baseline's run "
-                             "goes to OUTPUT/mobilemem/<model>-<candidate>/")
+                             "plugin), a baseline on the same contract (no-memory, bm25-rag) or any installed "
+                             f"plug-in (installed: {', '.join(installed())}); another candidate's run goes to "
+                             "OUTPUT/mobilemem/<model>-<candidate>/")
     parser.add_argument("--reuse", type=Path, action="append", metavar="RUN_DIR",
                         help="copy from this earlier run directory every complete memory, successful answer "
                              "and judgment this run would produce (same fingerprints); repeatable, first wins")

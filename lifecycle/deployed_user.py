@@ -26,13 +26,12 @@ from prefect.runtime import flow_run
 
 import mobilemem_judge
 from mobilemem import fingerprints
-from mobilemem.candidates import remembers
+from mobilemem.candidates import plugin_package, prompt_hashes, remembers
 from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.disk import DiskGuard
 from mobilemem.endpoints import Endpoint
 from mobilemem.errors import ConfigError, DatasetError, MobilememError, error_record
 from mobilemem.models import build_chat_model, close_chat_model
-from mobilemem.prompts import frozen_hashes
 from mobilemem.records import HostFile, JudgeSettingsFile, RunFile, UserProgressFile
 from mobilemem.reuse import EarlierRun
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
@@ -91,12 +90,19 @@ def _mismatch(manifest: RunFile, user_id: int, dataset: Dataset) -> str | None:
     for name, version in manifest.package_versions.items():
         if versions.get(name) != version:
             return f"package_versions.{name} ({versions.get(name)}, the parent has {version})"
+    kind = manifest.config.candidate.kind
+    try:
+        package, prompts = plugin_package(kind), prompt_hashes(kind)
+    except ConfigError as exc:  # the plug-in is not installed here, or does not load
+        return f"candidate ({exc})"
+    if package != manifest.candidate.plugin_package:
+        return f"candidate.plugin_package ({package}, the parent has {manifest.candidate.plugin_package})"
     identity = dataset.identity()
     for name, mine, theirs in (("data_sha256", dataset.data_sha256, manifest.data_sha256),
                                 ("questions_sha256", dataset.questions_sha256, manifest.questions_sha256),
                                 ("images_sha256", identity.images_sha256.get(str(user_id)),
                                  manifest.images_sha256.get(str(user_id))),
-                                ("prompt_sha256", frozen_hashes(manifest.config.candidate.kind),
+                                ("prompt_sha256", prompts,
                                  manifest.prompt_sha256)):
         if mine != theirs:
             return name

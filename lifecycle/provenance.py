@@ -8,6 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from mobilemem.candidates import entry_point, plugin_package
 from mobilemem.records import CandidateProvenance, Config, DEFAULT_KIND
 from mobilemem.reme import PLUGIN_NAME, PRESET
 
@@ -55,10 +56,11 @@ def package_versions() -> dict[str, str]:
 
 
 def candidate_provenance(config: Config) -> CandidateProvenance:
-    """What produced the answers: ReMe through the plugin, or a baseline (no ReMe preset or plugin)."""
+    """What produced the answers: ReMe through the plugin, or a baseline or plug-in (no ReMe preset or plugin)."""
     versions, kind = package_versions(), config.candidate.kind
     reme = kind == DEFAULT_KIND
     return CandidateProvenance(kind=kind, reme_version=versions["reme-ai"], agentscope_version=versions["agentscope"],
                                preset=PRESET if reme else "none", plugin=PLUGIN_NAME if reme else "none",
                                plugin_version=versions["mobilemem"],
-                               inject_runtime_state=config.candidate.inject_runtime_state and reme)
+                               inject_runtime_state=config.candidate.inject_runtime_state and reme,
+                               plugin_package=plugin_package(kind), entry_point=entry_point(kind).value)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import mobilemem_judge
+from mobilemem.candidates import plugin
 from mobilemem.config import load_config
 from mobilemem.records import Config, RunFile, RunRequest
 from mobilemem.dataset import Dataset, load_dataset
@@ -88,6 +89,7 @@ def configured(request: RunRequest) -> tuple[Config, RunFile | None]:
     earlier_plan = _rejudged_plan(request.rejudge) if request.rejudge is not None else None
     base = earlier_plan.config.model_dump(mode="json") if earlier_plan else None
     config = load_config(request.config, overrides(request), base=base)
+    plugin(config.candidate.kind)  # installed and loading, or refused in one line
     return config, earlier_plan
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from prefect.runtime import flow_run
 
 import mobilemem_judge
-from mobilemem.candidates import open_candidate, remembers
+from mobilemem.candidates import open_candidate, prompt_hashes, remembers
 from mobilemem.config import config_files, load_config
 from mobilemem.records import PlannedQuestion, RunFile, RunRequest, RunState
 from mobilemem.dataset import DATASET_REVISION
@@ -28,7 +28,6 @@ from mobilemem.disk import DiskGuard
 from mobilemem.endpoints import Endpoint
 from mobilemem.errors import ConfigError, MobilememError, error_record
 from mobilemem.models import build_chat_model, close_chat_model
-from mobilemem.prompts import frozen_hashes
 from mobilemem.rundir import RunDir, append_error, read_record, write_record
 from lifecycle.context import RunContext, UserContext, register, release, user_context
 from lifecycle import run_log
@@ -64,7 +63,7 @@ def _manifest(plan: Plan) -> RunFile:
         git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
-        prompt_sha256=frozen_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
+        prompt_sha256=prompt_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
         flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,

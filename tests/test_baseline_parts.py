@@ -8,7 +8,8 @@ import io
 
 from agentscope.message import DataBlock, TextBlock
 
-from mobilemem.baselines.bm25_rag import Bm25Rag, render
+from mobilemem.baselines.bm25_rag import Bm25Rag
+from mobilemem.candidate_tools import render_multimodal as render
 from mobilemem.baselines.no_memory import message_text
 from mobilemem.baselines.transcript import session_chunks, tokens
 from mobilemem.config import load_config

@@ -10,6 +10,7 @@ from conftest import ROOT
 PLUGINS = {
     "mobilemem": ROOT / "plugins" / "mobilemem" / "src" / "mobilemem",
     "mobilemem_judge": ROOT / "plugins" / "mobilemem-judge" / "src" / "mobilemem_judge",
+    "mobilemem_long_context": ROOT / "examples" / "long-context" / "src" / "mobilemem_long_context",  # a plug-in
 }
 
 
@@ -41,6 +42,12 @@ def test_plugins_never_import_prefect_or_the_runner():
 
 def test_mobilemem_never_imports_the_judge():
     assert _offenders("mobilemem", ("mobilemem_judge",)) == []
+
+
+def test_a_candidate_plug_in_sees_the_candidate_side_only():
+    """The example plug-in reaches neither the judge nor ReMe's candidate: only the contract and its
+    tools (what it is handed at run time is checked in tests/e2e/test_candidate_plugin.py)."""
+    assert _offenders("mobilemem_long_context", ("mobilemem_judge", "mobilemem.reme", "mobilemem.baselines")) == []
 
 
 def test_judge_never_imports_the_candidate():

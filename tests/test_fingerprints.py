@@ -98,7 +98,7 @@ def test_at_the_default_cap_fingerprints_are_those_of_runs_made_before_it(datase
                      "sessions": [s.model_dump(mode="json") for s in user.sessions],
                      "image_sha256": {t.image.path: _file_sha256(dataset.root / t.image.path)
                                       for s in user.sessions for t in s.turns if t.image is not None},
-                     "model": "m", "preset": old_preset, "candidate": PROVENANCE.model_dump(mode="json", exclude={"kind"}),
+                     "model": "m", "preset": old_preset, "candidate": PROVENANCE.model_dump(mode="json", exclude={"kind", "plugin_package", "entry_point"}),
                      "frozen_texts": frozen_hashes(), "simulated": False})
     assert memory_fingerprint(user, dataset.images_of(user), "m", preset, PROVENANCE, frozen_hashes(), simulated=False) == memory
     job = user.questions[0]
@@ -121,3 +121,18 @@ def test_one_users_changed_session_changes_only_that_users_memory_and_answers(da
     before, after = _all(dataset), _all(dataset, users=[edited, *others])
     changed = {key for key in before if before[key] != after[key]}
     assert changed == {("memory", 0)} | {("answer", q.question_id) for q in user0.questions}
+
+
+def test_a_plug_ins_distribution_and_version_are_part_of_its_memory(dataset):
+    """Another version of a plug-in is another memory; where its entry point sits is not."""
+    user, preset = dataset.users[0], load_config().candidate.model_copy(update={"kind": "long-context"})
+
+    def memory(provenance):
+        return memory_fingerprint(user, dataset.images_of(user), "m", preset, provenance, frozen_hashes(),
+                                  simulated=False)
+
+    plugin = PROVENANCE.model_copy(update={"kind": "long-context", "plugin_package": "mobilemem-long-context==0.1.0",
+                                           "entry_point": "mobilemem_long_context:PLUGIN"})
+    assert memory(plugin) != memory(plugin.model_copy(update={"plugin_package": "mobilemem-long-context==0.2.0"}))
+    assert memory(plugin) != memory(PROVENANCE.model_copy(update={"kind": "long-context"}))
+    assert memory(plugin) == memory(plugin.model_copy(update={"entry_point": "elsewhere:PLUGIN"}))

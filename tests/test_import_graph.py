@@ -1,7 +1,7 @@
 """The import graph of the application, walked on the source (STYLE.md §1): imports go one way,
 `flows → tasks → lifecycle → mobilemem_judge → mobilemem` (`cli` on top once it exists), and inside
-`mobilemem` the candidate kinds sit above the contract they keep (`candidates` → `reme`, `baselines`
-→ the rest). Every import counts, also one inside a function; one under `if TYPE_CHECKING:` is
+`mobilemem` the built-in candidates sit above the contract they keep (`builtin_candidates` → `reme`,
+`baselines` → the rest), as does the registry that opens them (`candidates`). Every import counts, also one inside a function; one under `if TYPE_CHECKING:` is
 type-only and cannot make a circle at run time.
 """
 
@@ -20,8 +20,8 @@ PACKAGES = {
     "mobilemem": ROOT / "plugins" / "mobilemem" / "src" / "mobilemem",
 }
 # Higher imports lower, never the other way; a module's layer is that of its longest prefix here.
-LAYERS = {"cli": 8, "flows": 7, "tasks": 6, "lifecycle": 5, "mobilemem_judge": 4, "mobilemem.candidates": 3,
-          "mobilemem.reme": 2, "mobilemem.baselines": 2, "mobilemem": 1}
+LAYERS = {"cli": 8, "flows": 7, "tasks": 6, "lifecycle": 5, "mobilemem_judge": 4, "mobilemem.candidates": 3, "mobilemem.builtin_candidates": 3,
+          "mobilemem.reme": 2, "mobilemem.baselines": 2, "mobilemem.candidate_tools": 2, "mobilemem": 1}
 # The simulator's one circle: usage_rules names policy's Completion for the type checker only.
 TYPE_ONLY_CIRCLE = {"mobilemem.simulator.plain_qa", "mobilemem.simulator.policy", "mobilemem.simulator.usage_rules"}
 MAX_LINES = 300
@@ -127,7 +127,7 @@ def test_the_graph_is_the_application():
     edges = _edges(include_type_only=True)
     assert "mobilemem.candidate" in edges["mobilemem.reme.ingest"]  # absolute import
     assert "mobilemem.simulator.policy" in edges["mobilemem.simulator.usage_rules"]  # relative, type-only
-    assert "mobilemem.reme.candidate" in edges["mobilemem.candidates"]  # inside a function
+    assert "mobilemem.reme.candidate" in edges["mobilemem.builtin_candidates"]  # inside a function
 
 
 def test_no_circle_but_the_simulators_type_only_one():

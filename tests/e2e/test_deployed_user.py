@@ -37,18 +37,24 @@ def _written(run: RunDir) -> set[str]:
 @pytest.mark.parametrize(("change", "reason"), [
     ("packages", "worker mismatch: package_versions.reme-ai (0.4.2.0, the parent has 0.0.1)"),
     ("code", "worker mismatch: code_sha256 (this worker's code differs from the parent's)"),
+    ("plug-in version", "worker mismatch: candidate.plugin_package (None, the parent has mobilemem-probe==9.9)"),
+    ("plug-in missing", "worker mismatch: candidate (candidate 'not-installed-here' is not installed (installed: "),
 ])
 def test_a_worker_that_differs_from_the_parent_makes_each_question_of_its_user_a_mismatch(change, reason,
                                                                                          baseline_run, tmp_path):
     _, run, _, _ = baseline_run
     plan = read_record(run.run, RunFile)
-    changes = ({"package_versions": {**plan.package_versions, "reme-ai": "0.0.1"}} if change == "packages"
-               else {"code_sha256": "0" * 64})
+    candidate = plan.config.candidate
+    changes = {"packages": {"package_versions": {**plan.package_versions, "reme-ai": "0.0.1"}},
+               "code": {"code_sha256": "0" * 64},
+               "plug-in version": {"candidate": plan.candidate.model_copy(update={"plugin_package": "mobilemem-probe==9.9"})},
+               "plug-in missing": {"config": plan.config.model_copy(update={"candidate": candidate.model_copy(
+                   update={"kind": "not-installed-here"})})}}[change]
     copy = _parents_files(run, tmp_path, **changes)
     counts = asyncio.run(evaluate_user(1, copy.root))
     gaps = [read_record(p, ErrorFile) for p in sorted(copy.user(1).root.glob("questions/*/error.json"))]
     assert len(gaps) == 3 and counts == {"answered": 0, "judged": 0, "gaps": 3}
-    assert {g.reason for g in gaps} == {reason} and {g.stage for g in gaps} == {"history"}
+    assert all(g.reason.startswith(reason) for g in gaps) and {g.stage for g in gaps} == {"history"}
     [line] = read_lines(UserRunDir(copy.root, 1).errors, ErrorLine)
     assert line.stage == "run" and reason in line.failure.message
     progress = read_record(copy.user(1).progress, UserProgressFile)

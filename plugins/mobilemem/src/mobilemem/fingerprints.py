@@ -50,7 +50,7 @@ def memory_fingerprint(user: ScheduledUser, images: Mapping[str, str], model: st
         "sessions": [s.model_dump(mode="json") for s in user.sessions],
         "image_sha256": dict(images), "model": model,
         "preset": preset.model_dump(mode="json", exclude={*ANSWER_ONLY, *LATER_ANSWER_ONLY, *BASELINE_ONLY}),
-        "candidate": candidate.model_dump(mode="json", exclude={"kind"}),
+        "candidate": candidate.model_dump(mode="json", exclude={"kind", "entry_point"}, exclude_none=True),
         "frozen_texts": dict(frozen), "simulated": simulated}
     if preset.kind != DEFAULT_KIND:
         document["baseline"] = preset.model_dump(mode="json", include=set(BASELINE_ONLY))

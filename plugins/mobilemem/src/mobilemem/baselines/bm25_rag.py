@@ -9,19 +9,17 @@ bytes, not resized; an MPO as the PNG of its first frame), at most the preset's 
 from __future__ import annotations
 
 import asyncio
-import base64
-import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import bm25s
-from agentscope.message import Base64Source, DataBlock, TextBlock
+from agentscope.message import TextBlock
 from agentscope.model import ChatModelBase
 
-from mobilemem.baselines.ask import ask
 from mobilemem.baselines.transcript import memory_text, session_chunks, tokens
 from mobilemem.candidate import IndexResponse, IngestResponse
+from mobilemem.candidate_tools import ask, image_blocks, render_multimodal
 from mobilemem.records import (
     AnswerResponse,
     CandidateKind,
@@ -33,20 +31,9 @@ from mobilemem.records import (
 )
 from mobilemem.dataset import CandidateQuestion, CandidateSession
 from mobilemem.errors import MobilememError
-from mobilemem.images import image_for_model
-from mobilemem.prompts import MULTIMODAL_TEMPLATE, frozen_text
 from mobilemem.rundir import read_lines, write_bytes_atomic
 
 FOLDER = "bm25-rag"
-_PLACEHOLDER = re.compile(r"\[Question\]|\[Retrieved Memories\]|\[Timestamps\]")
-
-
-def render(question: str, memories: str, timestamps: str) -> tuple[str, str]:
-    """The template's text before and after `[Images]`, the other placeholders filled in one pass."""
-    values = {"[Question]": question, "[Retrieved Memories]": memories, "[Timestamps]": timestamps}
-    text = _PLACEHOLDER.sub(lambda match: values[match.group(0)], frozen_text(MULTIMODAL_TEMPLATE))
-    before, _, after = text.partition("[Images]")
-    return before, after
 
 
 @dataclass
@@ -106,15 +93,11 @@ class Bm25Rag:
         hits = self._retrieve(job.question)
         referenced = [(chunk, image) for chunk, _ in hits for image in chunk.images]
         sent = referenced[:self.preset.max_images]
-        before, after = render(job.question, "\n\n".join(memory_text(c) for c, _ in hits),
+        before, after = render_multimodal(job.question, "\n\n".join(memory_text(c) for c, _ in hits),
                                "\n".join(chunk.time for chunk, _ in sent))
         content: list = [TextBlock(text=before)]
-        for _, image in sent:  # saved under the reference's own name (a mojibake archive name is not sent)
-            name = PurePosixPath(image.image_id.replace("\\", "/")).name
-            picture = image_for_model(self.dataset_root / image.path, name)
-            content += [TextBlock(text=f"Image ID: {image.image_id}"),
-                        DataBlock(source=Base64Source(data=base64.b64encode(picture.data).decode("ascii"),
-                                                      media_type=picture.media_type), name=picture.filename)]
+        for _, image in sent:
+            content += image_blocks(self.dataset_root, image.image_id, image.path)
         content.append(TextBlock(text=after))
         retrieval = Retrieval(
             query=job.question, k=self.preset.top_k,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from mobilemem.dataset import CandidateSession
+from mobilemem.dataset import CandidateSession, CandidateTurn
 from mobilemem.records import ChunkImage, TranscriptChunkLine
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
@@ -26,12 +26,17 @@ def tokens(text: str) -> list[str]:
     return found
 
 
+def turn_line(session: CandidateSession, turn: CandidateTurn) -> str:
+    """`[role @ session time] text`, an image turn as `Image ID: <original path>`."""
+    return f"[{turn.role} @ {session.event_start_time}] " + (
+        f"Image ID: {turn.image.image_id}" if turn.image else (turn.text or ""))
+
+
 def session_chunks(session: CandidateSession, chunk_turns: int, first_id: int) -> list[TranscriptChunkLine]:
     chunks = []
     for start in range(0, len(session.turns), chunk_turns):
         turns = session.turns[start:start + chunk_turns]
-        lines = [f"[{t.role} @ {session.event_start_time}] "
-                 + (f"Image ID: {t.image.image_id}" if t.image else (t.text or "")) for t in turns]
+        lines = [turn_line(session, t) for t in turns]
         chunks.append(TranscriptChunkLine(
             chunk_id=first_id + len(chunks), session_id=session.session_id, time=session.event_start_time,
             first_turn=turns[0].turn, last_turn=turns[-1].turn, text="\n".join(lines),

@@ -3,12 +3,15 @@ loads and merges the files. No field holds a credential."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-CandidateKind = Literal["reme-image", "no-memory", "bm25-rag"]  # DESIGN §10; mobilemem.candidates
-DEFAULT_KIND: CandidateKind = "reme-image"
+# the name of an installed candidate plug-in (entry-point group `mobilemem.candidates`, DESIGN §10): the
+# built-ins are reme-image, no-memory and bm25-rag; which are installed is checked when a run is planned,
+# not here, so a run directory of a plug-in that is no longer installed still reads
+CandidateKind = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+DEFAULT_KIND = "reme-image"
 
 
 class _Section(BaseModel):
@@ -26,7 +29,7 @@ class RequestPreset(_Section):
 
 
 class CandidatePreset(RequestPreset):
-    kind: CandidateKind = DEFAULT_KIND  # what is evaluated: ReMe Image, or a baseline on the same contract
+    kind: CandidateKind = DEFAULT_KIND  # what is evaluated: ReMe Image, a baseline, or any installed plug-in
     top_k: int = Field(default=5, gt=0)  # bm25-rag: transcript chunks retrieved per question
     chunk_turns: int = Field(default=8, gt=0)  # bm25-rag: dialogue turns per chunk (within one session)
     context_size: int = Field(gt=0)

@@ -48,6 +48,9 @@ class AnswerResponse(BaseModel):
     trajectory_path: str | None = None
     retrieval: Retrieval | None = Field(default=None, description="bm25-rag: what was retrieved and sent")
     failure: Failure | None = Field(default=None, description="what the candidate reports of its failure")
+    details: dict[str, JsonValue] | None = Field(
+        default=None, description="a plug-in's own account of its answer, in the shape its documentation gives "
+                                  "(long-context: what of the history it sent and what it cut)")
 
 
 class AnswerResponseFile(Timed):

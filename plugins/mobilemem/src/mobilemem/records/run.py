@@ -29,14 +29,17 @@ class CandidateProvenance(BaseModel):
     """Which ReMe produced the answers (DESIGN §4)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: str = Field(default="reme-image", description="candidate.kind: reme-image, or a baseline (no-memory, "
-                                                        "bm25-rag), which uses no ReMe preset or plugin")
+    kind: str = Field(default="reme-image", description="candidate.kind: reme-image, a baseline (no-memory, "
+                                                        "bm25-rag) or a plug-in, which use no ReMe preset or plugin")
     reme_version: str = Field(description="installed reme-ai")
     agentscope_version: str
     preset: str = Field(description="the ReMe application preset")
     plugin: str = Field(description="the ReMe plugin enabled by name")
     plugin_version: str = Field(description="the mobilemem distribution that ships the plugin")
     inject_runtime_state: bool
+    plugin_package: str | None = Field(default=None, description="a candidate plug-in from outside mobilemem: "
+                                                                  "its distribution, `name==version`")
+    entry_point: str | None = Field(default=None, description="the candidate's entry point (`module:object`)")
 
 
 class ConfigFiles(BaseModel):
