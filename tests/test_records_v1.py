@@ -66,7 +66,10 @@ def test_a_v1_run_summarizes_to_the_figures_it_was_written_with():
     assert summary.gaps == written.gaps
     assert (summary.scored, summary.expected, summary.overall) == (written.scored, written.expected, written.overall)
     assert written.usage.users is None and [u.user_id for u in summary.usage.users] == [0, 1, 2]
-    assert summary.usage.model_copy(update={"users": None}) == written.usage  # the per-user cost is new
+    assert written.usage.policy_version == 2 and summary.usage.policy_version == 3
+    # the per-user cost is new; policy v3 changed the means only where a unit is reused or unknown (none here)
+    assert summary.usage.model_copy(update={"users": None, "policy_version": 2}) == written.usage
+    assert written.official is None and summary.official.overall.expected == written.expected  # a new figure
 
 
 def test_a_newer_schema_version_is_refused_in_one_line(tmp_path):
@@ -95,6 +98,7 @@ def test_a_v1_run_is_summarized_reported_and_compared_with_the_same_figures(v1_c
     after = json.loads((v1_copy / "summary.json").read_text())
     assert after["schema_version"] == records.SCHEMA_VERSION
     assert [u["user_id"] for u in after["usage"].pop("users")] == [0, 1, 2]  # the per-user cost is new
+    assert (after["usage"].pop("policy_version"), before["usage"].pop("policy_version")) == (3, 2)  # same means here
     assert {k: after[k] for k in ("gaps", "scored", "expected", "overall", "usage")} == \
         {k: before[k] for k in ("gaps", "scored", "expected", "overall", "usage")}
     assert main(["report", str(v1_copy)]) == 0

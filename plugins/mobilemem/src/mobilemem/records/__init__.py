@@ -95,6 +95,8 @@ from mobilemem.records.cache import (
 from mobilemem.records.results import (
     ResultLine,
     Score,
+    OfficialScore,
+    OfficialAccounting,
     MeanTokens,
     ReusedSummary,
     UsageSummary,
@@ -151,6 +153,8 @@ __all__ = [
     "MemoryUsageFile",
     "MetricsFile",
     "ObservedRequest",
+    "OfficialAccounting",
+    "OfficialScore",
     "PairedGroup",
     "PairedScore",
     "PlannedQuestion",

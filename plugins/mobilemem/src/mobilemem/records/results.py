@@ -34,6 +34,9 @@ class ResultLine(RecordBase):
 
 
 class Score(BaseModel):
+    """The headline of a group: accuracy, F1 and BLEU-1 over its scored questions only (answered and
+    judged); null when none was scored."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     expected: int
     scored: int
@@ -42,20 +45,49 @@ class Score(BaseModel):
     bleu1: float | None
 
 
-class MeanTokens(BaseModel):
-    """A mean with its parts. An unknown count is never averaged in as 0: `value` = `tokens` / `known`,
-    over the `known` units (of `denominator`) whose token count is known; it is the mean over the
-    whole denominator exactly when `known == denominator`, and null when no unit's count is known."""
+class OfficialScore(BaseModel):
+    """A group under the official MobileMem evaluator's accounting: every expected question is in the
+    denominator, and a question not scored counts as not correct (label 0, F1 0, BLEU-1 0)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    value: float | None
-    tokens: int | None = Field(description="the sum over the units whose count is known")
-    denominator: int
+    expected: int = Field(description="the denominator: every selected question of the group")
+    scored: int = Field(description="questions counted with their own label, F1 and BLEU-1")
+    not_scored: int = Field(description="questions not scored (a gap of any stage, not_run, damaged), each "
+                                        "counted as label 0, F1 0, BLEU-1 0")
+    accuracy: float | None = Field(description="CORRECT labels / expected (null only when nothing was expected)")
+    f1: float | None = Field(description="sum of the scored questions' F1 / expected")
+    bleu1: float | None = Field(description="sum of the scored questions' BLEU-1 / expected")
+
+
+class OfficialAccounting(BaseModel):
+    """The secondary figure, never the headline: this run's scores as the official MobileMem evaluator
+    counts them (every expected question in the denominator, every question that is not scored
+    counted as not correct), so that they can be set beside the published table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    overall: OfficialScore
+    by_language: dict[str, OfficialScore]
+    by_difficulty: dict[str, OfficialScore]
+
+
+class MeanTokens(BaseModel):
+    """This run's observed cost over the whole denominator (usage policy v3, DESIGN §7.1): every unit
+    (scheduled user, expected question) stays in it. A unit copied from an earlier run (`--reuse`) or
+    never attempted cost this run nothing: a known 0. An unknown count is never averaged in as 0: when
+    a unit's count is unknown (a damaged record, or a successful request of it that reported no
+    usage), `value` is null, `tokens` the sum over the known units and `known` how many of them
+    there are. Policy v2 summaries left reused and unknown units out: `value` = `tokens` / `known`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value: float | None = Field(description="tokens / denominator when every unit is known, else null")
+    tokens: int | None = Field(description="the sum over the units whose count is known (null when none is)")
+    denominator: int = Field(description="scheduled users, or expected questions")
     known: int | None = Field(default=None, description="units whose count is known: every successful request "
                                                         "of it reported usage (null in older summaries)")
-    attempted: int
-    completed: int
-    reused: int = Field(default=0, description="units copied from an earlier run (`--reuse`): not in this mean")
+    attempted: int = Field(description="units this run worked on (made or began a request; a reused unit is not)")
+    completed: int = Field(description="attempted units that completed: a memory built, an answer given")
+    reused: int = Field(default=0, description="units copied from an earlier run (`--reuse`): in the denominator "
+                                               "at 0 tokens (policy v2: left out of it)")
 
 
 class ReusedSummary(BaseModel):
@@ -84,11 +116,13 @@ class UserUsage(BaseModel):
 
 class UsageSummary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    policy_version: Literal[2] = 2
+    policy_version: Literal[2, 3] = Field(default=3, description="3: the means keep every unit in their "
+                                          "denominator (a reused one at 0); 2 (older summaries) left reused and "
+                                          "unknown units out")
     memory: Usage = Field(description="from sessions/*.json made in this run (the index makes no request)")
     answer: Usage = Field(description="from answer-response.json made in this run")
-    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens) / scheduled users not reused")
-    mean_tokens_per_question: MeanTokens = Field(description="answer tokens / expected questions not reused")
+    mean_tokens_per_user: MeanTokens = Field(description="(memory + answer tokens of this run) / scheduled users")
+    mean_tokens_per_question: MeanTokens = Field(description="answer tokens of this run / expected questions")
     reused: ReusedSummary = Field(default_factory=ReusedSummary)
     users: list[UserUsage] | None = Field(default=None, description="per scheduled user, in run.json's order "
                                           "(null in older summaries)")
@@ -132,6 +166,11 @@ class SummaryFile(RecordBase):
     overall: Score
     by_language: dict[str, Score]
     by_difficulty: dict[str, Score]
+    official: OfficialAccounting | None = Field(default=None, description=(
+        "SECONDARY figure, not the headline (`overall`, `by_language`, `by_difficulty` are): the official "
+        "MobileMem evaluator's accounting, with every expected (selected) question in the denominator and "
+        "every question that is not scored (a gap of any stage, not_run, damaged) counted as not correct "
+        "(label 0, F1 0, BLEU-1 0); overall and by language and difficulty. Null in older summaries"))
     gaps: dict[str, dict[str, int]] = Field(description="stage -> reason -> count")
     usage: UsageSummary
     cleanup_error_count: int
