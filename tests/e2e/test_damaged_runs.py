@@ -75,6 +75,7 @@ def test_a_truncated_session_makes_its_users_tokens_unknown_not_wrong(earlier, c
     assert len(err) == 1 and str(session) in err[0]
     per_user = summary(earlier).usage.mean_tokens_per_user
     assert (per_user.denominator, per_user.known) == (3, 2) and summary(earlier).scored == 9
+    assert per_user.value is None and per_user.tokens > 0  # the total is not known; the two known users' sum is
 
 
 @pytest.mark.parametrize("command", ["summarize", "report", "compare", "rejudge"])
@@ -212,4 +213,7 @@ def test_reuse_of_a_run_mounted_read_only_reuses_it(earlier, sample_root, simula
     reused = read_record(new.user(0).reuse, ReuseFile)
     assert reused.memory is not None and len(reused.answers) == len(reused.judgments) == 3
     assert summary(new).scored == 3 and [r for r in simulator.requests if r.role != "judge"] == []
+    usage = summary(new).usage  # reused whole: it cost this run nothing, over its 1 user and 3 questions
+    assert (usage.mean_tokens_per_user.value, usage.mean_tokens_per_user.denominator) == (0.0, 1)
+    assert (usage.mean_tokens_per_question.value, usage.mean_tokens_per_question.denominator) == (0.0, 3)
     assert snapshot(earlier.root) == before

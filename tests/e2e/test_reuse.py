@@ -69,8 +69,13 @@ def test_b_scores_everything_and_counts_only_its_own_requests(runs):
     assert s.scored == s.expected == 9 and not s.gaps
     assert s.usage.memory.requests == len([r for r in requests if r.role == "ingest"])
     assert s.usage.answer.requests == len([r for r in requests if r.role == "answer"])
-    assert (s.usage.mean_tokens_per_user.denominator, s.usage.mean_tokens_per_user.reused) == (1, 2)
-    assert (s.usage.mean_tokens_per_question.denominator, s.usage.mean_tokens_per_question.reused) == (4, 5)
+    # usage policy v3: every scheduled user and expected question is in the denominator, a copied one at 0
+    per_user, per_question = s.usage.mean_tokens_per_user, s.usage.mean_tokens_per_question
+    spent = s.usage.memory.tokens.value + s.usage.answer.tokens.value
+    assert (per_user.denominator, per_user.known, per_user.reused) == (3, 3, 2)
+    assert per_user.tokens == spent and per_user.value == spent / 3
+    assert (per_question.denominator, per_question.known, per_question.reused, per_question.attempted) == (9, 9, 5, 4)
+    assert per_question.tokens == s.usage.answer.tokens.value and per_question.value == s.usage.answer.tokens.value / 9
 
 
 def test_the_reused_items_are_as_in_a_and_say_where_they_came_from(runs):
@@ -168,6 +173,9 @@ def test_rejudge_judges_every_reused_answer_again_and_asks_the_candidate_nothing
     assert s.gaps == {"answer": {"rejudge: the earlier run has no reusable answer": 1},
                       "history": {"rejudge: the earlier run has no reusable memory of this user": 3}}
     assert s.usage.memory.requests == 0 and s.usage.answer.requests == 0
+    per_user, per_question = s.usage.mean_tokens_per_user, s.usage.mean_tokens_per_question
+    assert (per_user.value, per_user.denominator, per_user.reused) == (0.0, 3, 2)  # cost this run nothing
+    assert (per_question.value, per_question.denominator, per_question.reused) == (0.0, 9, 5)
     result = read_record(run_r.rejudge, RejudgeFile)
     assert (result.compared, result.judge_model_before, result.judge_model_after) == (5, "qwen3.8-max", "another-judge")
     assert result.flips == [] and result.accuracy_before == result.accuracy_after == 1.0
