@@ -1,11 +1,15 @@
-"""Hand-made run directories for the `compare` tests: run.json, results.jsonl and job.json built
-with the record models, nothing else."""
+"""Hand-made run directories built with the record models: for the `compare` tests run.json,
+results.jsonl and job.json, nothing else; for the report tests a finished run (`finished_run`)."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lifecycle.summary_files import write_summary
 from mobilemem.config import load_config
-from mobilemem.records import JobFile, ResultLine, RunFile
+from mobilemem.records import (DEFAULT_KIND, AnswerResponse, AnswerResponseFile, CandidateProvenance, ErrorFile,
+                               JobFile, JudgeSettingsFile, JudgmentFile, MetricsFile, PlannedQuestion, ResultLine,
+                               RunFile, ToolCallRecord, Usage)
 from mobilemem.rundir import RunDir, append_line, write_record
 
 DATA_SHA = "d" * 64
@@ -53,3 +57,52 @@ def make_run(root: Path, lines: list[ResultLine], *, run_id: str | None = "aaaaa
 def all_correct(**changes: dict) -> list[ResultLine]:
     """Every question of QUESTIONS, correct with F1 0.5 and BLEU-1 0.25 unless `changes[qid]` says otherwise."""
     return [result(*q, **changes.get(q[1], {})) for q in QUESTIONS]
+
+
+def provenance(kind: str, plugin_package: str | None = None) -> CandidateProvenance:
+    reme = kind == DEFAULT_KIND
+    return CandidateProvenance(kind=kind, reme_version="0.4.2.0", agentscope_version="2.0.10",
+                               preset="benchmark" if reme else "none", plugin="mobilemem" if reme else "none",
+                               plugin_version="0.1.0", inject_runtime_state=False, plugin_package=plugin_package)
+
+
+def _judge_settings(model: str) -> JudgeSettingsFile:
+    return JudgeSettingsFile(model=model, model_from_env=False, temperature=0.0, extra_body={}, max_tokens=4096,
+                             stream=False, rubric="mobilemem-omni-judge", rubric_sha256="r" * 64,
+                             protocol="one-user-message", parser_version=2)
+
+
+def finished_run(root: Path, calls: Sequence[ToolCallRecord] = (), *, kind: str = DEFAULT_KIND,
+                 plugin_package: str | None = None, judge_model: str | None = "judge-model-x",
+                 answer_gap: bool = False) -> RunDir:
+    """A finished run of question 0_q_1, scored (CORRECT, F1 1.0, BLEU-1 0.5) after an answer that
+    made `calls`, and with `answer_gap` also 0_q_2 (Chinese), an answer gap; summary.json and
+    results.jsonl written as a run writes them. `judge_model` None: no judge-settings.json."""
+    run, now = RunDir(root), datetime.now(UTC)
+    root.mkdir(parents=True)
+    planned = [PlannedQuestion(user_id=0, question_id="0_q_1", language="en", difficulty=None, gold="9")]
+    if answer_gap:
+        planned.append(PlannedQuestion(user_id=0, question_id="0_q_2", language="zh", difficulty="hard", gold="5"))
+    config = load_config()
+    write_record(run.run, RunFile(
+        args={"dataset": "d", "output": "o"},
+        config=config.model_copy(update={"candidate": config.candidate.model_copy(update={"kind": kind})}),
+        package_versions={}, git_commit=None, git_dirty=None, dataset_path="d", dataset_revision=None,
+        data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=now, simulated=True,
+        state="completed", users=[0], questions=planned, candidate=provenance(kind, plugin_package)))
+    if judge_model is not None:
+        write_record(run.judge_settings, _judge_settings(judge_model))
+    question = run.user(0).question("0_q_1")
+    write_record(question.answer_response, AnswerResponseFile(
+        started_at=now, finished_at=now, user_id=0, question_id="0_q_1", usage=Usage(), requests=[], latency_s=0.1,
+        response=AnswerResponse(success=True, answer="9", finished_reason="completed", tool_calls=list(calls))))
+    write_record(question.judgment, JudgmentFile(started_at=now, finished_at=now, user_id=0, question_id="0_q_1",
+                                                 success=True, label="CORRECT", decided_by="json", raw_reply="{}",
+                                                 usage=Usage(), requests=[]))
+    write_record(question.metrics, MetricsFile(user_id=0, question_id="0_q_1", llm_judge=1, f1=1.0, bleu1=0.5,
+                                               reference="9"))
+    if answer_gap:
+        write_record(run.user(0).question("0_q_2").error, ErrorFile(user_id=0, question_id="0_q_2", stage="answer",
+                                                                     reason="HTTP 500", failure=None))
+    write_summary(run.root)
+    return run

@@ -4,15 +4,12 @@ budget, and the interval helpers."""
 
 import json
 import re
-from datetime import UTC, datetime
 
 from PIL import Image
 
-from lifecycle.summary_files import write_summary
-from mobilemem.config import load_config
-from mobilemem.records import (AnswerResponse, AnswerResponseFile, JudgmentFile, MetricsFile, PlannedQuestion,
-                               RunFile, ToolCallRecord, Usage)
-from mobilemem.rundir import RunDir, write_record
+from judge.run_files import finished_run
+from mobilemem.records import ToolCallRecord
+from mobilemem.rundir import RunDir
 from mobilemem.run_reader import RunReader
 from mobilemem_judge.analysis import report_data
 from mobilemem_judge.analysis.report import write_report
@@ -81,29 +78,6 @@ def test_excerpts_shrink_alike_past_their_budget(monkeypatch):
     assert small[0]["tools"][0]["result"] == "z" * 50
 
 
-def _answered_run(root, calls: list[ToolCallRecord]) -> RunDir:
-    """A finished run of one scored question whose answer made `calls`."""
-    run, now = RunDir(root), datetime.now(UTC)
-    root.mkdir(parents=True)
-    write_record(run.run, RunFile(
-        args={"dataset": "d", "output": "o"},
-        config=load_config(), package_versions={}, git_commit=None, git_dirty=None, dataset_path="d",
-        dataset_revision=None, data_sha256="0", questions_sha256="0", prompt_sha256={}, started_at=now,
-        simulated=True, state="completed", users=[0],
-        questions=[PlannedQuestion(user_id=0, question_id="0_q_1", language="en", difficulty=None, gold="9")]))
-    question = run.user(0).question("0_q_1")
-    write_record(question.answer_response, AnswerResponseFile(
-        started_at=now, finished_at=now, user_id=0, question_id="0_q_1", usage=Usage(), requests=[], latency_s=0.1,
-        response=AnswerResponse(success=True, answer="9", finished_reason="completed", tool_calls=calls)))
-    write_record(question.judgment, JudgmentFile(started_at=now, finished_at=now, user_id=0, question_id="0_q_1",
-                                                 success=True, label="CORRECT", decided_by="json", raw_reply="{}",
-                                                 usage=Usage(), requests=[]))
-    write_record(question.metrics, MetricsFile(user_id=0, question_id="0_q_1", llm_judge=1, f1=1.0, bleu1=1.0,
-                                               reference="9"))
-    write_summary(run.root)
-    return run
-
-
 def test_a_huge_tool_argument_is_cut_and_marked_and_leaves_the_report_its_size(tmp_path):
     small = ToolCallRecord(name="bm25_search", ok=True, arguments={"query": "sign digit"}, result="no hits",
                            result_chars=7)
@@ -111,7 +85,7 @@ def test_a_huge_tool_argument_is_cut_and_marked_and_leaves_the_report_its_size(t
                           result_chars=7)
     sizes = {}
     for name, call in (("small", small), ("huge", huge)):
-        page = write_report(_answered_run(tmp_path / name, [call]).root)[0].read_text(encoding="utf-8")
+        page = write_report(finished_run(tmp_path / name, [call]).root)[0].read_text(encoding="utf-8")
         sizes[name] = len(page.encode("utf-8"))
         blob = re.search(r'<script type="application/json" id="details-data">(.*?)</script>', page, re.S)
         step = json.loads(blob.group(1))[0]["tools"][0]

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from mobilemem.records import EvidenceCell, EvidenceSummary
 from mobilemem.rundir import RunDir, write_bytes_atomic
+from mobilemem_judge.analysis import published
 from mobilemem_judge.analysis.html import figure, render
 from mobilemem_judge.analysis.report_data import Group, Report, load_report
 from mobilemem_judge.analysis.stats import CONFIDENCE, RESAMPLES
@@ -138,7 +139,8 @@ def render_report(report: Report) -> str:
     groups = report.groups
     evidence = report.summary.evidence
     return render(
-        "report.html.j2", report=report, run=report.run, summary=report.summary,
+        "report.html.j2", report=report, run=report.run, header=report.header, summary=report.summary,
+        official=report.summary.official, published=published,
         overall=groups[0], gap_count=report.summary.gap_count, by_language=[g for g in groups if g.kind == "language"],
         by_difficulty=[g for g in groups if g.kind == "difficulty"],
         language_chart=figure(group_chart([g for g in groups if g.kind == "language"], "By language"),

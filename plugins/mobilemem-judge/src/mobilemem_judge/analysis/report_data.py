@@ -1,5 +1,6 @@
 """What report.html shows, read from a run directory's files: a pure function of them, like
-`summarize`. The scores are summary.json's; their intervals are bootstrapped over the same scored
+`summarize`. The scores are summary.json's (the headline, and the official accounting beside it);
+their intervals are bootstrapped over the same scored
 set, read from results.jsonl (the two files are written together; a disagreement is refused).
 Per-user cost is summary.json's (never recomputed here): an unknown count stays unknown.
 Files are read through `mobilemem.run_reader`: a damaged run.json, summary.json or results.jsonl
@@ -31,6 +32,7 @@ from mobilemem.records import (
 )
 from mobilemem.rundir import QuestionDir
 from mobilemem.run_reader import DamagedFile, NotARunDirectory, RunReader
+from mobilemem_judge.analysis.run_header import RunHeader, run_header
 from mobilemem_judge.analysis.stats import Interval, mean_interval
 from mobilemem_judge.analysis.thumbnails import Thumbnails
 
@@ -83,6 +85,7 @@ class QuestionRow:
 class Report:
     run_dir: Path
     run: RunFile
+    header: RunHeader
     summary: SummaryFile
     groups: list[Group]
     users: list[UserUsage] | None  # summary.json's per-user cost (None: an older summary)
@@ -200,6 +203,7 @@ def _open(run_dir: Path) -> tuple[RunReader, SummaryFile, list[ResultLine]]:
 def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
     reader, summary, lines = _open(Path(run_dir))
     run, plan = reader.run, reader.plan
+    header = run_header(reader)
     thumbnails = thumbnails or Thumbnails(reader)
     rows, details = [], []
     for index, line in enumerate(lines):
@@ -208,5 +212,5 @@ def load_report(run_dir: Path, thumbnails: Thumbnails | None = None) -> Report:
         details.append(detail)
     _fit_excerpts(details)
     thumbnails.make()
-    return Report(run.root, plan, summary, _groups(summary, lines), summary.usage.users, rows, details, thumbnails,
+    return Report(run.root, plan, header, summary, _groups(summary, lines), summary.usage.users, rows, details, thumbnails,
                   reader.damaged)
