@@ -5,6 +5,7 @@ of the documented shape, the run directories validate with the same record model
 sets each against the default candidate's run."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from mobilemem.records import (
     CompareFile,
     IndexResponseFile,
     JobFile,
+    JudgeSettingsFile,
     JudgmentFile,
     MemoryUsageFile,
     MetricsFile,
@@ -30,6 +32,7 @@ from mobilemem.records import (
 )
 from mobilemem.rundir import RunDir, read_lines, read_record
 from mobilemem.simulator.usage_rules import content_parts
+from report_page import element_text
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +83,17 @@ def test_a_baseline_runs_on_the_same_contract(baselines, kind):
     done = summary(run)
     assert done.scored == done.expected == 9
     assert done.usage.answer.requests == 9 and done.usage.memory.requests == 0
+
+
+@pytest.mark.parametrize("kind, name", [("no-memory", "No memory (baseline)"), ("bm25-rag", "BM25-RAG (baseline)")])
+def test_a_baseline_report_is_titled_by_its_candidate_not_like_reme_s(baselines, kind, name):
+    _, run, _ = baselines[kind]
+    html = (run.root / "report.html").read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?)</title>", html).group(1)
+    assert title == f"mobilemem report: {name} on qwen3.8-max"
+    assert element_text(html, "candidate-name") == name and element_text(html, "candidate-kind") == kind
+    assert "ReMe" not in title + element_text(html, "run-header")
+    assert element_text(html, "judge-model") == read_record(run.judge_settings, JudgeSettingsFile).model
 
 
 def test_no_memory_sends_the_template_with_empty_memories_and_scores_zero(baselines, sample_root):

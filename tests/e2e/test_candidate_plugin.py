@@ -29,6 +29,7 @@ from mobilemem.records import AnswerResponseFile, CompareFile, ReuseFile, RunFil
 from mobilemem.rundir import RunDir, read_record
 from mobilemem.simulator.usage_rules import content_parts
 from plugin_dists import install
+from report_page import element_text
 
 pytestmark = pytest.mark.slow
 
@@ -140,6 +141,10 @@ def test_compare_sets_it_against_the_reme_image_run(long_context, baseline_run, 
     [written] = tmp_path.glob("compare-*.json")
     assert read_record(written, CompareFile).overall.compared == 9
     assert main(["report", str(run.root)]) == 0  # read back here, where the plug-in is not installed
+    html = (run.root / "report.html").read_text(encoding="utf-8")
+    assert element_text(html, "candidate-name") == element_text(html, "candidate-kind") == "long-context"
+    assert element_text(html, "plugin-package") == "mobilemem-long-context==0.1.0"
+    assert "ReMe" not in element_text(html, "run-header")
 
 
 def test_a_reused_memory_answers_from_its_workspace(long_context, fresh_python, sample_root, simulator, tmp_path):

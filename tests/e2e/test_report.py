@@ -11,8 +11,10 @@ import pytest
 
 from e2e.runs import API_KEY, summary
 from cli import main
-from mobilemem.records import AnswerResponseFile, ResultLine
+from mobilemem.records import AnswerResponseFile, JudgeSettingsFile, OfficialScore, ResultLine
 from mobilemem.rundir import RunDir, read_lines, read_record
+from mobilemem_judge.analysis import published
+from report_page import element_text, marked_rows
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +76,24 @@ def test_the_report_shows_summary_json_numbers(baseline_run):
     for group, score in expected.items():
         assert page.scores[group] == {"accuracy": _fmt(score.accuracy), "f1": _fmt(score.f1),
                                       "bleu1": _fmt(score.bleu1)}, group
+
+
+def test_the_header_names_reme_image_and_the_judge_and_the_official_accounting_is_summary_json_s(faulty_run):
+    """Every stage failed once: 1 of 9 questions scored, the other 8 count as 0 in the secondary figure."""
+    _, run, *_ = faulty_run
+    html = (run.root / "report.html").read_text(encoding="utf-8")
+    assert element_text(html, "candidate-name") == "ReMe Image" and element_text(html, "candidate-kind") == "reme-image"
+    assert element_text(html, "judge-model") == read_record(run.judge_settings, JudgeSettingsFile).model
+    done = summary(run)
+    assert done.official.overall == OfficialScore(expected=9, scored=1, not_scored=8, accuracy=1 / 9,
+                                                  f1=done.overall.f1 / 9, bleu1=done.overall.bleu1 / 9)
+    expected = {"overall:all": done.official.overall}
+    expected |= {f"language:{k}": v for k, v in done.official.by_language.items()}
+    expected |= {f"difficulty:{k}": v for k, v in done.official.by_difficulty.items()}
+    assert {key: cells[2:] for key, cells in marked_rows(html, "data-official").items()} == {
+        key: [f"{o.scored} / {o.expected}", str(o.not_scored), _fmt(o.accuracy), _fmt(o.f1), _fmt(o.bleu1)]
+        for key, o in expected.items()}
+    assert list(marked_rows(html, "data-published")) == [f.system for f in published.FIGURES]
 
 
 def test_the_evidence_breakdown_is_summary_json_s(baseline_run):

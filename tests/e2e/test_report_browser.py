@@ -12,6 +12,7 @@ from browser import CHROMIUM_ARGS, chromium_path, keep_screenshot
 from e2e.runs import summary
 from mobilemem.records import ResultLine
 from mobilemem.rundir import read_lines
+from mobilemem_judge.analysis import published
 
 pytestmark = pytest.mark.slow
 OFFLINE_SCHEMES = {"file", "blob", "data"}
@@ -82,6 +83,13 @@ def test_rendered_scores_equal_summary_json(opened):
             assert row.locator(f"td.{metric}").inner_text() == ("n/a" if value is None else f"{value:.4f}")
     assert page.locator("#scored").inner_text() == str(done.scored)
     assert page.locator("#gap-count").inner_text() == str(sum(n for r in done.gaps.values() for n in r.values()))
+    official = page.locator('#official tr[data-official="overall:all"]')  # the secondary figure, beside it
+    assert official.locator("td.accuracy").inner_text() == f"{done.official.overall.accuracy:.4f}"
+    assert official.locator("td.not-scored").inner_text() == str(done.official.overall.not_scored)
+    assert page.locator("#candidate-name").inner_text() == "ReMe Image"
+    published_rows = page.locator("#published tr[data-published]")  # a table of its own
+    assert published_rows.count() == len(published.FIGURES) and published_rows.first.is_visible()
+    assert page.locator("#published tr[data-group], #published tr[data-official]").count() == 0
 
 
 def test_the_table_filters_by_status_and_searches(opened):

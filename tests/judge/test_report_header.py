@@ -4,7 +4,6 @@ numbers, labelled secondary) and prints the published figures in a table of thei
 this run's numbers (DESIGN §7.2)."""
 
 import re
-from html import unescape
 
 import pytest
 
@@ -14,27 +13,11 @@ from mobilemem.records import SummaryFile
 from mobilemem.rundir import RunDir, read_record
 from mobilemem_judge.analysis import published
 from mobilemem_judge.analysis.report import write_report
+from report_page import element_text, marked_rows
 
 
 def _page(run: RunDir) -> str:
     return write_report(run.root)[0].read_text(encoding="utf-8")
-
-
-def _element(page: str, element_id: str) -> str | None:
-    """The text of the element with this id (its tags dropped), None when there is none."""
-    found = re.search(rf'<(\w+)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', page, re.S)
-    return _text(found.group(2)) if found else None
-
-
-def _text(html: str) -> str:
-    return unescape(re.sub(r"<[^>]+>", "", html)).strip()
-
-
-def _rows(page: str, attribute: str) -> dict[str, list[str]]:
-    """The cells' texts of each `<tr data-ATTRIBUTE="...">`, by that value."""
-    rows = re.findall(rf'<tr {attribute}="([^"]+)">(.*?)</tr>', page, re.S)
-    return {key: [_text(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-            for key, row in rows}
 
 
 @pytest.mark.parametrize("kind, package, name", [
@@ -47,10 +30,10 @@ def test_the_header_names_the_candidate_and_the_judge_model(tmp_path, kind, pack
     page = _page(finished_run(tmp_path / "run", kind=kind, plugin_package=package, judge_model="judge-model-x"))
     title = re.search(r"<title>(.*?)</title>", page).group(1)
     assert title == f"mobilemem report: {name} on qwen3.8-max"
-    assert (_element(page, "candidate-name"), _element(page, "candidate-kind")) == (name, kind)
-    assert _element(page, "plugin-package") == package
-    assert _element(page, "judge-model") == "judge-model-x"
-    header = _element(page, "run-header")
+    assert (element_text(page, "candidate-name"), element_text(page, "candidate-kind")) == (name, kind)
+    assert element_text(page, "plugin-package") == package
+    assert element_text(page, "judge-model") == "judge-model-x"
+    header = element_text(page, "run-header")
     assert ("ReMe 0.4.2.0, preset benchmark" in header) == (kind == "reme-image")
     if kind != "reme-image":  # a baseline's or plug-in's report is not titled like ReMe's
         assert "ReMe" not in title + re.search(r"<h1>(.*?)</h1>", page, re.S).group(1) + header
@@ -58,7 +41,7 @@ def test_the_header_names_the_candidate_and_the_judge_model(tmp_path, kind, pack
 
 def test_without_judge_settings_the_judge_model_is_unknown(tmp_path):
     page = _page(finished_run(tmp_path / "run", judge_model=None))
-    assert _element(page, "judge-model") == "unknown (no readable judge-settings.json)"
+    assert element_text(page, "judge-model") == "unknown (no readable judge-settings.json)"
 
 
 def test_the_official_accounting_is_summary_json_s_beside_the_unchanged_headline(tmp_path):
@@ -66,9 +49,9 @@ def test_the_official_accounting_is_summary_json_s_beside_the_unchanged_headline
     scored question, the official accounting over both, the gap counted as 0."""
     run = finished_run(tmp_path / "run", answer_gap=True)
     page = _page(run)
-    headline = _rows(page, "data-group")["overall:all"]
+    headline = marked_rows(page, "data-group")["overall:all"]
     assert (headline[1], headline[2], headline[4], headline[6]) == ("1 / 2", "1.0000", "1.0000", "0.5000")
-    official = _rows(page, "data-official")
+    official = marked_rows(page, "data-official")
     assert official == {"overall:all": ["", "all", "1 / 2", "1", "0.5000", "0.5000", "0.2500"],
                         "language:en": ["language", "en", "1 / 1", "0", "1.0000", "1.0000", "0.5000"],
                         "language:zh": ["language", "zh", "0 / 1", "1", "0.0000", "0.0000", "0.0000"],
@@ -78,13 +61,13 @@ def test_the_official_accounting_is_summary_json_s_beside_the_unchanged_headline
     shown = official["overall:all"]
     assert shown[4:] == [f"{summary.official.overall.accuracy:.4f}", f"{summary.official.overall.f1:.4f}",
                          f"{summary.official.overall.bleu1:.4f}"]
-    assert "Secondary figure" in _element(page, "official") and "not the headline" in _element(page, "official")
+    assert "Secondary figure" in element_text(page, "official") and "not the headline" in element_text(page, "official")
 
 
 def test_the_published_figures_are_a_table_of_their_own(tmp_path):
     page = _page(finished_run(tmp_path / "run", answer_gap=True))
     section = re.search(r'<section class="reference" id="published">(.*?)</section>', page, re.S).group(1)
-    assert _rows(section, "data-published") == {
+    assert marked_rows(section, "data-published") == {
         "NaiveRAG": ["NaiveRAG", "14.5%", "GPT-5.4-mini", "MobileMem's own leaderboard"],
         "Long Context": ["Long Context", "12.16%", "GPT-5.4-mini", "MobileMem's own leaderboard"],
         "Mem0": ["Mem0", "15.04%", "GPT-5.4-mini", "MobileMem's own leaderboard"],
