@@ -3,8 +3,8 @@ here alone, so the page and its tests read one copy.
 
 They are MobileMem's own leaderboard for visual reasoning: LLM-judge accuracy with GPT-5.4-mini
 as the answering model, on the official data. They are another model's numbers, for context
-only: the report prints them in a table of their own, never with this run's numbers; the figure
-of a run closest to theirs in accounting is summary.json's `official` accuracy.
+only: the report prints them in a table of their own, never with this run's numbers; a run's
+figure to read beside them is summary.json's `official` accuracy (every expected question counted).
 """
 
 from __future__ import annotations
