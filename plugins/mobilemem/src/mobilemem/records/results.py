@@ -82,10 +82,13 @@ class MeanTokens(BaseModel):
     value: float | None = Field(description="tokens / denominator when every unit is known, else null")
     tokens: int | None = Field(description="the sum over the units whose count is known (null when none is)")
     denominator: int = Field(description="scheduled users, or expected questions")
-    known: int | None = Field(default=None, description="units whose count is known: every successful request "
-                                                        "of it reported usage (null in older summaries)")
-    attempted: int = Field(description="units this run worked on (made or began a request; a reused unit is not)")
-    completed: int = Field(description="attempted units that completed: a memory built, an answer given")
+    known: int | None = Field(default=None, description="units whose count is known: its records read and every "
+                                                        "successful request of it reported usage; a reused or never "
+                                                        "attempted unit is a known 0 (null in older summaries)")
+    attempted: int = Field(description="units this run began: a user whose memory it built (a session file or "
+                                       "memory_usage.json of this run), a question it answered (answer-response.json)"
+                                       "; a reused unit is not")
+    completed: int = Field(description="of those, the completed: a memory (memory_usage.json), a successful answer")
     reused: int = Field(default=0, description="units copied from an earlier run (`--reuse`): in the denominator "
                                                "at 0 tokens (policy v2: left out of it)")
 
