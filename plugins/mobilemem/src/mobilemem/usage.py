@@ -8,6 +8,7 @@ Requests made outside any scope are not recorded.
 
 Policy v2: counters come from successful requests only, and a counter that a successful request
 did not report stays unknown (null), never 0. Failed requests carry no tokens.
+(Policy v3 changed only summary.json's means, `mobilemem.run_usage`; the counting here is v2's.)
 """
 
 from __future__ import annotations

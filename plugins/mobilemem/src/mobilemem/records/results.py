@@ -106,7 +106,7 @@ class ReusedSummary(BaseModel):
 
 
 class UserUsage(BaseModel):
-    """One scheduled user's tokens (usage policy v2); None: unknown (a damaged record, or a
+    """One scheduled user's tokens (usage policy v3); None: unknown (a damaged record, or a
     successful request that reported none)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

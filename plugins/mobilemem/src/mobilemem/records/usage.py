@@ -55,6 +55,9 @@ class UsageCounter(BaseModel):
 
 
 class Usage(BaseModel):
+    """The counters of a set of requests. Its `policy_version` stays 2: policy version 3 changed only
+    summary.json's means (`UsageSummary.policy_version`), not how requests are counted."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     policy_version: Literal[2] = 2
     requests: int = 0
