@@ -97,11 +97,16 @@ def register_secret(value: str | None) -> None:
             _known_secrets.add(value)
 
 
+def registered_secrets() -> list[str]:
+    """Every credential `register_secret` was given, longest first (so a secret holding another is
+    replaced whole)."""
+    with _secrets_lock:
+        return sorted(_known_secrets, key=len, reverse=True)
+
+
 def sanitize(text: str) -> str:
     """Return `text` without credentials or base64 payloads, cut to a readable length."""
-    with _secrets_lock:
-        secrets = sorted(_known_secrets, key=len, reverse=True)
-    for secret in secrets:
+    for secret in registered_secrets():
         text = text.replace(secret, REDACTED)
     for pattern, replacement in _SCRUBBERS:
         text = pattern.sub(replacement, text)

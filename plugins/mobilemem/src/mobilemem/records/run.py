@@ -42,6 +42,28 @@ class CandidateProvenance(BaseModel):
     entry_point: str | None = Field(default=None, description="the candidate's entry point (`module:object`)")
 
 
+class OmittedStep(BaseModel):
+    """A step of one of ReMe's default jobs that the run's job of the same name does not run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    job: str
+    step: str = Field(description="the step's backend, as ReMe's default configuration names it")
+    reason: str
+
+
+class ReMeAppConfig(BaseModel):
+    """The ReMe application configuration every user's application is opened with (DESIGN §4):
+    ReMe's own resolution of its preset, the plugin's defaults and the runner's overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    config: dict[str, JsonValue] = Field(description="ReMe's ApplicationConfig as it validated it, credentials "
+                                                     "excluded, the user's workspace a placeholder")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="of `config` as canonical JSON (sorted keys, "
+                                                               "no whitespace, UTF-8)")
+    omitted_steps: list[OmittedStep] = Field(description="the steps of ReMe's default jobs the run's jobs of "
+                                                         "the same names leave out, each with why")
+
+
 class ConfigFiles(BaseModel):
     """The files a run's configuration came from (DESIGN §6)."""
 
@@ -99,6 +121,9 @@ class RunFile(RecordBase):
         "(mobilemem.dataset_identity); empty in runs made before image hashes were recorded"))
     prompt_sha256: dict[str, str] = Field(description="sha256 of every frozen text the plugin adds")
     candidate: CandidateProvenance | None = None
+    reme_app_config: ReMeAppConfig | None = Field(default=None, description=(
+        "candidate kind reme-image: the ReMe application configuration of every user; null for other kinds "
+        "and in runs made before it was recorded"))
     started_at: AwareDatetime
     finished_at: AwareDatetime | None = None
     flow_run_id: str | None = None
