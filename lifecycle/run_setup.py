@@ -60,7 +60,8 @@ def _manifest(plan: Plan) -> RunFile:
     return RunFile(
         args=plan.request, config=plan.config, config_files=config_files(plan.request.config),
         package_versions=package_versions(), git_commit=commit,
-        git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
+        git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()),
+        dataset_revision=DATASET_REVISION, dataset_revision_status=plan.revision_status,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
         prompt_sha256=prompt_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config),

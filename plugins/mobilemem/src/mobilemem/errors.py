@@ -3,6 +3,7 @@
     MobilememError
      ├── ConfigError        bad configuration file, key, type or flag
      ├── DatasetError       preflight found problems (carries every one of them)
+     │    └── ManifestMismatch   the dataset folder differs from its mobilemem-manifest.json (one line)
      ├── NotARunDirectory   a path that names no run directory (mobilemem.run_reader)
      ├── DamagedFile        a run-directory file that cannot be trusted (mobilemem.run_reader)
      ├── ReportError        a run directory that cannot be reported (mobilemem_judge.analysis)
@@ -63,6 +64,15 @@ class DatasetError(MobilememError):
         count = len(self.problems)
         header = f"the dataset cannot be evaluated: {count} problem{'s' if count != 1 else ''}"
         super().__init__("\n".join([header, *self.problems]))
+
+
+class ManifestMismatch(DatasetError):
+    """The dataset folder differs from its manifest of file hashes (`mobilemem.dataset_manifest`), or
+    the manifest cannot be read or written: one line, naming the file."""
+
+    def __init__(self, line: str) -> None:
+        self.problems = [line]
+        MobilememError.__init__(self, line)
 
 
 REDACTED = "[redacted]"

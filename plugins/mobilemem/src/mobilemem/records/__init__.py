@@ -26,6 +26,7 @@ from mobilemem.records.config import (
     CandidatePreset,
     JudgePreset,
     DashboardPreset,
+    PricesPreset,
     Config,
 )
 from mobilemem.records.failures import (
@@ -48,6 +49,11 @@ from mobilemem.records.run import (
     RunRequest,
     RunFile,
     JudgeSettingsFile,
+)
+from mobilemem.records.dataset_manifest import (
+    RevisionStatus,
+    DatasetFileEntry,
+    DatasetManifestFile,
 )
 from mobilemem.records.user import (
     SessionFile,
@@ -91,6 +97,7 @@ from mobilemem.records.question import (
     AttributionFile,
 )
 from mobilemem.records.cache import (
+    CachedFile,
     CachedImage,
     ImageCacheFile,
 )
@@ -113,6 +120,7 @@ __all__ = [
     "CandidatePreset",
     "JudgePreset",
     "DashboardPreset",
+    "PricesPreset",
     "Config",
     "ChunkImage",
     "Retrieval",
@@ -122,11 +130,14 @@ __all__ = [
     "AnswerResponse",
     "AnswerResponseFile",
     "AttributionFile",
+    "CachedFile",
     "CachedImage",
     "CandidateProvenance",
     "CompareFile",
     "ComparedRun",
     "ConfigFiles",
+    "DatasetFileEntry",
+    "DatasetManifestFile",
     "DecidedBy",
     "ErrorFile",
     "ErrorLine",
@@ -165,6 +176,7 @@ __all__ = [
     "ReuseFile",
     "ReusedItem",
     "ReusedSummary",
+    "RevisionStatus",
     "RunFile",
     "RunRequest",
     "RunState",

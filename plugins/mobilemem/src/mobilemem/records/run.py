@@ -10,6 +10,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, fie
 from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
 from mobilemem.records.config import Config
+from mobilemem.records.dataset_manifest import RevisionStatus
 
 UserId = Annotated[int, Field(ge=0, le=MAX_USER_ID)]  # ids name folders of the run: an edited run.json is refused
 
@@ -114,6 +115,10 @@ class RunFile(RecordBase):
                                     "modules and plugin files (lifecycle.provenance.code_digest); null in older runs")
     dataset_path: str
     dataset_revision: str | None
+    dataset_revision_status: RevisionStatus = Field(default="declared", description=(
+        "declared: the revision the runner pins, taken on trust; verified: the dataset folder's "
+        "mobilemem-manifest.json (of that revision) listed every release file and preflight found each "
+        "one as listed (mobilemem.dataset_manifest)"))
     data_sha256: str
     questions_sha256: str
     images_sha256: dict[str, str] = Field(default_factory=dict, description=(
