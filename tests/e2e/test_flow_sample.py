@@ -47,6 +47,7 @@ def test_exit_0_and_every_file_of_the_layout(sample_run):
         "benchmark", "mobilemem", False)
     read_record(run.judge_settings, JudgeSettingsFile)
     assert run.errors.read_text() == "" and run.cleanup_errors.read_text() == ""
+    assert manifest.dataset_revision_status == "declared"  # the sample holds no mobilemem-manifest.json
     assert "user 0: sessions 4/4" in run.log.read_text()
     for user_id in manifest.users:
         user = run.user(user_id)
