@@ -47,7 +47,8 @@ PAIRS = (("input_per_mtok", "output_per_mtok"), ("judge_input_per_mtok", "judge_
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     for field, flag in FLAGS.items():
-        parser.add_argument(flag, type=_price, metavar="PER_MTOK", dest=field, help=f"{HELP[field]} (config prices.{field})")
+        parser.add_argument(flag, type=_price, metavar="PER_MTOK", dest=field,
+                            help=f"{HELP[field]} (config prices.{field})")
     parser.add_argument("--output-tokens", type=_tokens, default=OUTPUT_TOKENS, metavar="N",
                         help=f"output tokens assumed per candidate request (default {OUTPUT_TOKENS:,})")
     parser.add_argument("--judge-output-tokens", type=_tokens, default=JUDGE_OUTPUT_TOKENS, metavar="N",
