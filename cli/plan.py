@@ -1,7 +1,9 @@
 """`plan` (issue 14): after the full dataset preflight, the counts, what `--reuse` would copy (the lookups
-of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula.
-No model request, no file written: the run's request, configuration and dataset preflight
-(`run_plan.configured`, `.selected`), but unlike `run_plan.preflight` nothing claims the run directory."""
+of `tasks/reuse.py`) and the requests and prompt tokens the run would send, each next to its formula;
+with prices, their cost (`cli.plan_cost`). No model request, no file written but the image cache and,
+with `--write-manifest`, the dataset's `mobilemem-manifest.json` (`mobilemem.dataset_manifest`): the
+run's request, configuration and dataset preflight (`run_plan.configured`, `.selected`,
+`.revision_status`), but unlike `run_plan.preflight` nothing claims the run directory."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from pathlib import Path
 from PIL import Image
 
 import mobilemem_judge
-from mobilemem import fingerprints, reuse
+from mobilemem import dataset_manifest, fingerprints, reuse
 from mobilemem.candidates import plugin, prompt_hashes
 from mobilemem.records import Config, DEFAULT_KIND, JudgeSettingsFile, RunRequest
-from mobilemem.dataset import Dataset, ScheduledUser
+from mobilemem.dataset import DATASET_REVISION, Dataset, ScheduledUser
+from mobilemem.dataset_manifest import MANIFEST_FILE
 from mobilemem.errors import ConfigError, DatasetError, describe
 from mobilemem.images import SUPPORTED_FORMATS
 from mobilemem.endpoints import Endpoint
@@ -25,6 +28,7 @@ from mobilemem.rundir import RunDir
 from lifecycle import run_plan
 from lifecycle.reuse_match import UserMatch, match_user
 from lifecycle.provenance import candidate_provenance  # as run.json records it: fingerprints agree
+from cli import plan_cost
 from cli.arguments import CommandParser, positive, user_ids
 
 OVERHEAD_TOKENS = 2_000  # per candidate request: system prompt, ReMe's instructions, tool schemas
@@ -93,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="RUN_DIR")
     parser.add_argument("--iterations-per-session", type=positive, default=3)
     parser.add_argument("--iterations-per-question", type=positive, default=6)
+    parser.add_argument("--write-manifest", action="store_true",
+                        help=f"write {MANIFEST_FILE} into the dataset folder: every release file's size and "
+                             f"sha256, for the revision {DATASET_REVISION} (later runs verify the folder against it)")
+    plan_cost.add_arguments(parser)
     return parser
 
 
@@ -101,8 +109,14 @@ def _row(label: str, counts: tuple[int, int], formula: str = "", sign: int = 1) 
             f"{'  = ' + formula if formula else ''}")
 
 
-def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, k: int, m: int) -> list[str]:
-    """Per stage (memory, answers, judge): its cost next to its formula, then the reused part of it."""
+def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, int]:
+    return a[0] + sign * b[0], a[1] + sign * b[1]
+
+
+def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, k: int,
+                    m: int) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """Per stage (memory, answers, judge): its cost next to its formula, then the reused part of it;
+    and per role (candidate, judge) the requests and prompt tokens still to send."""
     sessions = [(s, found[u.user_id].source is not None) for u in dataset.users for s in u.sessions]
     jobs = [(q, found[u.user_id]) for u in dataset.users for q in u.questions]
     text = [sum(text_tokens(t.text) for t in s.turns if t.text) for s, _ in sessions]
@@ -121,14 +135,15 @@ def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, 
          "rubric filled with question, references and evidence)")]
     lines = ["estimate, if every step succeeds (text tokens: 1 per CJK character + other characters / 4, rounded up;",
              f"  image tokens: ceil(width/{PATCH_PX}) x ceil(height/{PATCH_PX}) per image (Qwen-VL), uncapped):"]
-    total, reused = (0, 0), (0, 0)
+    total, reused, sent = (0, 0), (0, 0), {"candidate": (0, 0), "judge": (0, 0)}
     for name, per_unit, fixed, units, copied, formula in stages:
         full, mine = cost(per_unit, fixed, units), cost(per_unit, fixed, [u for u, c in zip(units, copied) if c])
         lines += [_row(name, full, formula), _row("  reused", mine, sign=-1)]
-        total, reused = (total[0] + full[0], total[1] + full[1]), (reused[0] + mine[0], reused[1] + mine[1])
+        total, reused = _plus(total, full), _plus(reused, mine)
+        role = "judge" if name == "judge" else "candidate"
+        sent[role] = _plus(sent[role], _plus(full, mine, sign=-1))
     return [*lines, _row("all", total, f"{len(sessions)} sessions x {k} + {len(jobs)} questions x ({m} + 1 judge) "
-                         "requests"), _row("reused", reused, sign=-1),
-            _row("to send", (total[0] - reused[0], total[1] - reused[1]))]
+                         "requests"), _row("reused", reused, sign=-1), _row("to send", _plus(total, reused, -1))], sent
 
 
 def _count(head: str, users: list[ScheduledUser], dataset: Dataset) -> str:
@@ -149,23 +164,50 @@ def _reuse_lines(user: ScheduledUser, mine: UserMatch) -> list[str]:
             f"answers reused {len(mine.answers)}/{n}, judgments reused {len(mine.judgments)}/{n}", *skipped]
 
 
+def _revision_line(dataset: Dataset, config: Config, write: bool) -> str:
+    """The dataset revision and how it is known; with `write`, the manifest written first."""
+    if write:
+        try:
+            manifest = dataset_manifest.write_manifest(dataset, use_cache=config.image_cache)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {dataset.root / MANIFEST_FILE}: {exc.strerror or exc}") from None
+        how = "written now"
+    elif run_plan.revision_status(dataset, config) == "declared":
+        return f"dataset revision {DATASET_REVISION}: declared (no {MANIFEST_FILE}; --write-manifest writes one)"
+    else:
+        manifest, how = dataset_manifest.read_manifest(dataset.root), "matched"
+    assert manifest is not None
+    return (f"dataset revision {DATASET_REVISION}: verified ({MANIFEST_FILE} {how}: {len(manifest.files):,} files, "
+            f"{sum(f.size for f in manifest.files):,} bytes, each of the listed size and sha256)")
+
+
+def _checked(args: argparse.Namespace, request: RunRequest) -> tuple[Config, Dataset, dict[int, UserMatch], str]:
+    """The run's preflight as `plan` runs it (configuration, judge, dataset, its revision, reuse), and
+    the lines saying what it found."""
+    config, _ = run_plan.configured(request)  # as the run's preflight
+    config = config.model_copy(update={"prices": plan_cost.prices(args, config.prices)})
+    judge, note = _judge_endpoint(config, args.simulate)
+    settings = mobilemem_judge.judge_settings(config.judge, judge)
+    dataset = run_plan.selected(request, config)
+    revision = _revision_line(dataset, config, args.write_manifest)
+    lines = [f"dataset {dataset.root}", revision,
+             f"models: candidate {config.model}, judge {settings.model}{' (simulated)' if args.simulate else ''}",
+             *([note] if note else [])]
+    return config, dataset, _reuse(args, dataset, config, settings), "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     request = RunRequest(dataset=args.dataset, output=args.output, model=args.model, config=args.config,
                          users=args.users, limit_questions=args.limit_questions, simulate=args.simulate,
                          reuse=args.reuse, candidate=args.candidate)
     try:
-        config, _ = run_plan.configured(request)  # as the run's preflight
-        judge, note = _judge_endpoint(config, args.simulate)
-        settings = mobilemem_judge.judge_settings(config.judge, judge)
-        dataset = run_plan.selected(request, config)
-        found = _reuse(args, dataset, config, settings)
+        config, dataset, found, head = _checked(args, request)
     except (ConfigError, DatasetError) as exc:
         print(f"mobilemem: refused to plan: {exc}", file=sys.stderr)
         return 1
-    lines = ["mobilemem plan: preflight passed; no model request sent, nothing written but the image cache",
-             f"dataset {dataset.root}",
-             f"models: candidate {config.model}, judge {settings.model}{' (simulated)' if args.simulate else ''}"]
+    written = f"the image cache{' and ' + MANIFEST_FILE if args.write_manifest else ''}"
+    lines = [f"mobilemem plan: preflight passed; no model request sent, nothing written but {written}", head]
     if args.output is not None:
         run = RunDir.for_output(args.output, config.model, config.candidate.kind)
         lines.append(f"run directory {run.root}: {'exists: the run would refuse it' if run.root.exists() else 'free'}")
@@ -176,9 +218,11 @@ def main(argv: list[str]) -> int:
     if config.candidate.kind != DEFAULT_KIND:
         lines.append(f"candidate {config.candidate.kind}: {k} model requests per session, {m} per question "
                      "(as its plug-in declares)")
-    lines += [*([note] if note else []), "", _count(f"users {len(users)}, ", users, dataset),
+    lines += ["", _count(f"users {len(users)}, ", users, dataset),
               *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
               "", "reuse (the first --reuse run holding the same memory fingerprint wins):",
               *(line for u in users for line in _reuse_lines(u, found[u.user_id])), ""]
-    print("\n".join([*lines, *_estimate_lines(dataset, found, config.judge.rubric, k, m)]))
+    estimate, sent = _estimate_lines(dataset, found, config.judge.rubric, k, m)
+    money = plan_cost.cost_lines(sent, config.prices, args.output_tokens, args.judge_output_tokens)
+    print("\n".join([*lines, *estimate, *([""] + money if money else [])]))
     return 0

@@ -14,18 +14,24 @@ from mobilemem.dataset import DATASET_ID
 from mobilemem.errors import ConfigError, DatasetError
 from mobilemem.records import RunRequest
 from lifecycle import run_plan
-from cli import exit_codes
+from cli import COMMANDS, exit_codes
 from cli.arguments import CommandParser, endpoint_key, positive, user_ids
+
+
+def _commands_text() -> str:
+    """The description `--help` opens with: what a run does, then every command in one line each."""
+    width = max(map(len, COMMANDS))
+    return "\n".join([f"Evaluate a memory (by default ReMe Image) on the visual_reasoning questions of {DATASET_ID}.",
+                      "", "commands:", *(f"  {name:<{width}}  {line}" for name, line in COMMANDS.items()), "",
+                      "The options below are run's."])
 
 
 def evaluate_parser() -> argparse.ArgumentParser:
     """The main command's arguments (`python flows/mobilemem.py --dataset ... --output ...`)."""
     parser = CommandParser(
-        prog="python flows/mobilemem.py",
-        description=f"Evaluate the ReMe Image memory on the visual_reasoning questions of {DATASET_ID}. "
-                    "`python flows/mobilemem.py summarize RUN_DIR` recomputes summary.json and results.jsonl; "
-                    "`report RUN_DIR` writes report.html again; `compare RUN_A RUN_B` compares two runs of one "
-                    "dataset.")
+        prog="python flows/mobilemem.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="%(prog)s [run] --dataset PATH --output PATH [options]\n       %(prog)s COMMAND ... (below)",
+        description=_commands_text(), epilog="Each command's own options: python flows/mobilemem.py COMMAND -h.")
     parser.add_argument("--dataset", type=Path, required=True,
                         help="folder holding data.jsonl, questions.jsonl and the extracted image/ (or omni/ with them)")
     parser.add_argument("--output", type=Path, required=True,

@@ -1,5 +1,6 @@
 """What produced a run's answers, as run.json records it: the checkout's commit, the installed packages'
-versions and the candidate's provenance (`plan` computes the same for its fingerprints)."""
+versions, the candidate's provenance (`plan` computes the same for its fingerprints) and, for ReMe
+Image, ReMe's application configuration."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mobilemem.candidates import entry_point, plugin_package
-from mobilemem.records import CandidateProvenance, Config, DEFAULT_KIND
+from mobilemem.records import CandidateProvenance, Config, DEFAULT_KIND, ReMeAppConfig
 from mobilemem.reme import PLUGIN_NAME, PRESET
 
 PACKAGES = ("mobilemem-bench", "mobilemem", "mobilemem-judge", "reme-ai", "agentscope", "prefect", "openai", "httpx",
@@ -64,3 +65,12 @@ def candidate_provenance(config: Config) -> CandidateProvenance:
                                plugin_version=versions["mobilemem"],
                                inject_runtime_state=config.candidate.inject_runtime_state and reme,
                                plugin_package=plugin_package(kind), entry_point=entry_point(kind).value)
+
+
+def reme_app_config(config: Config) -> ReMeAppConfig | None:
+    """ReMe Image: the configuration ReMe resolves for every user's application; None for other kinds."""
+    if config.candidate.kind != DEFAULT_KIND:
+        return None
+    from mobilemem.reme.app_record import recorded_app_config  # ReMe loads here: a plan never comes this far
+
+    return recorded_app_config(config.candidate)

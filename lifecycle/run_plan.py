@@ -3,8 +3,8 @@ without Prefect, ReMe or the model client (a refused start, and `plan`, load non
 run on Prefect is `lifecycle.run_setup`'s).
 
 `preflight` refuses to start (ConfigError / DatasetError) or returns the `Plan`, and claims the run
-directory last; `configured` and `selected` are its configuration and dataset steps (`plan` runs
-them alone). The command line hands its plan over to the flow it starts (`hand_over`, `planned`).
+directory last; `configured`, `selected` and `revision_status` are its configuration and dataset steps
+(`plan` runs them alone). The command line hands its plan over to the flow it starts (`hand_over`, `planned`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import mobilemem_judge
+from mobilemem import dataset_manifest
 from mobilemem.candidates import plugin
 from mobilemem.config import load_config
-from mobilemem.records import Config, RunFile, RunRequest
+from mobilemem.records import Config, RevisionStatus, RunFile, RunRequest
 from mobilemem.dataset import Dataset, load_dataset
 from mobilemem.dataset_identity import DatasetIdentity, first_difference
 from mobilemem.endpoints import Endpoint
@@ -40,6 +41,7 @@ class Plan:
     judge: Endpoint | None
     reuse: list[EarlierRun]
     rejudge: bool = False  # reuse every memory and answer, judge again, ask the candidate nothing
+    revision_status: RevisionStatus = "declared"  # "verified": the folder matched its mobilemem-manifest.json
 
 
 def _earlier_runs(paths: list[Path], output: Path, run: RunDir, label: str) -> list[EarlierRun]:
@@ -99,6 +101,11 @@ def selected(request: RunRequest, config: Config) -> Dataset:
                         max_session_images=config.candidate.max_images, image_cache=config.image_cache)
 
 
+def revision_status(dataset: Dataset, config: Config) -> RevisionStatus:
+    """Declared, or verified against the folder's manifest of file hashes; a mismatch refuses (one line)."""
+    return dataset_manifest.verify(dataset, use_cache=config.image_cache)
+
+
 def _refuse_embedded_limits(config: Config) -> None:
     """An endpoint limit is shared between evaluations: the embedded server is this run's alone."""
     if config.endpoint_limit is not None and not external_server():
@@ -136,10 +143,12 @@ def preflight(request: RunRequest) -> Plan:
         raise ConfigError(f"{run.root} already exists: choose another --output or remove it")
     earlier = _earlier_runs(reuse, request.output, run, "rejudge" if rejudge is not None else "--reuse")
     loaded = selected(request, config)
+    status = revision_status(loaded, config)
     if earlier_plan is not None:
         _refuse_another_dataset(rejudge, earlier_plan, loaded)
     run.claim()  # last: a refused start leaves nothing behind
-    return Plan(request, config, loaded, run, request.simulate, candidate, judge, earlier, rejudge is not None)
+    return Plan(request, config, loaded, run, request.simulate, candidate, judge, earlier, rejudge is not None,
+                status)
 
 
 def hand_over(plan: Plan) -> None:

@@ -33,7 +33,7 @@ from lifecycle.context import RunContext, UserContext, register, release, user_c
 from lifecycle import run_log
 from lifecycle.heartbeat import beat
 from lifecycle.limits import create_run_limits, delete_run_limits, endpoint_gate
-from lifecycle.provenance import candidate_provenance, code_digest, git_commit, package_versions
+from lifecycle.provenance import candidate_provenance, code_digest, git_commit, package_versions, reme_app_config
 from lifecycle.dashboard import Dashboard, RunIdentity, UserProgress
 from lifecycle.run_plan import Plan, handed_over
 
@@ -60,10 +60,12 @@ def _manifest(plan: Plan) -> RunFile:
     return RunFile(
         args=plan.request, config=plan.config, config_files=config_files(plan.request.config),
         package_versions=package_versions(), git_commit=commit,
-        git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()), dataset_revision=DATASET_REVISION,
+        git_dirty=dirty, code_sha256=code_digest(), dataset_path=str(plan.dataset.root.resolve()),
+        dataset_revision=DATASET_REVISION, dataset_revision_status=plan.revision_status,
         data_sha256=plan.dataset.data_sha256, questions_sha256=plan.dataset.questions_sha256,
         images_sha256=dict(plan.dataset.identity().images_sha256 or {}),
-        prompt_sha256=prompt_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config), started_at=datetime.now(UTC),
+        prompt_sha256=prompt_hashes(plan.config.candidate.kind), candidate=candidate_provenance(plan.config),
+        reme_app_config=reme_app_config(plan.config), started_at=datetime.now(UTC),
         flow_run_id=flow_run.get_id(), pid=os.getpid(), host=socket.gethostname(), heartbeat_at=datetime.now(UTC),
         simulated=plan.simulate, state="running", users=[u.user_id for u in plan.dataset.users],
         questions=[PlannedQuestion(user_id=j.user_id, question_id=j.question_id, language=j.language,

@@ -18,8 +18,24 @@ def test_help_documents_every_flag():
     result = _run("--help")
     assert result.returncode == 0
     for flag in ("--dataset", "--output", "--model", "--user-concurrency", "--query-concurrency", "--config",
-                 "--users", "--limit-questions", "--simulate", "summarize RUN_DIR"):
+                 "--users", "--limit-questions", "--simulate", "--candidate", "--reuse", "--workers"):
         assert flag in result.stdout
+
+
+def test_help_lists_every_command_in_one_line_each_before_the_run_flags():
+    lines = _run("--help").stdout.splitlines()
+    start = lines.index("commands:")
+    listed = [line.split()[0] for line in lines[start + 1:start + 7]]
+    assert listed == ["run", "summarize", "plan", "rejudge", "report", "compare"]
+    assert lines[start + 7] == ""  # one line each, nothing wrapped
+    assert lines[start + 2].startswith("  summarize  RUN_DIR: recompute summary.json")
+    assert lines.index("options:") > start + 7 and "  --dataset DATASET" in "\n".join(lines[lines.index("options:"):])
+
+
+def test_run_may_be_named(sample_root, tmp_path, capsys):
+    assert main(["run", "--dataset", str(sample_root), "--output", str(tmp_path), "--users", "0,77", "--simulate"]) == 1
+    assert capsys.readouterr().err == "mobilemem: refused to start: the dataset cannot be evaluated: 1 problem\n" \
+                                      "--users: user 77 is not in data.jsonl\n"
 
 
 def test_broken_dataset_lists_problems_and_exits_1_without_traceback(sample_copy, tmp_path):

@@ -5,6 +5,7 @@ Every number is recomputed from `data.jsonl`, `questions.jsonl` and the extracte
 with the rule the README states (CJK characters 1 token, other characters 1/4, rounded up per text;
 ceil(w/28) x ceil(h/28) per image; 2,000 overhead, 3,000 retrieved, 200 assumed answer tokens)."""
 
+import contextlib
 import hashlib
 import json
 import math
@@ -231,3 +232,54 @@ def test_reuse_reports_what_would_be_copied_and_subtracts_it(sample_root, earlie
     out = _plan(capsys, "--dataset", str(sample_root), "--reuse", str(earlier))
     assert "memory reused" not in out and _rows(out)["reused"] == (0, 0)
     assert _snapshot(earlier) == before
+
+
+MONEY = re.compile(r"^  (candidate|judge|total)\s+([\d,]+) requests\s+([\d,]+) input \+\s+([\d,]+) output tokens "
+                   r"=\s+([\d,.]+)$")
+
+
+def _money(out: str) -> dict[str, tuple[int, int, int, str]]:
+    return {m[1]: (int(m[2].replace(",", "")), int(m[3].replace(",", "")), int(m[4].replace(",", "")), m[5])
+            for line in out.splitlines() if (m := MONEY.match(line))}
+
+
+def test_with_prices_plan_prints_the_cost_of_what_it_would_send(sample_root, capsys):
+    """The sample sends 90 candidate requests of 355,443 prompt tokens (36 + 54; 84,003 + 271,440) and 9
+    judge requests of 3,953: at 2 per million input and 8 per million output tokens, with 1,000 output
+    tokens per candidate request and 20 per judgment, 0.710886 + 0.72 and 0.007906 + 0.00144."""
+    out = _plan(capsys, "--dataset", str(sample_root), "--simulate", "--price-input", "2", "--price-output", "8")
+    assert _money(out) == {"candidate": (90, 355_443, 90_000, "1.4309"), "judge": (9, 3_953, 180, "0.0093"),
+                           "total": (99, 359_396, 90_180, "1.4402")}
+    assert ("  output tokens assumed per request: 1,000 per candidate request (reasoning included; --output-tokens), "
+            "20 per judge request (--judge-output-tokens):") in out
+    assert "candidate input 2, output 8; judge input 2, output 8 (any one currency, no cache discount)" in out
+
+
+def test_configured_prices_the_judges_apart_and_flags_over_them(sample_root, tmp_path, capsys):
+    """Config prices 0.5 / 4 (the candidate; the flag's 1 wins for input) and 10 / 30 (the judge), 500 output
+    tokens per candidate request and 10 per judgment: candidate 0.355443 + 0.18, judge 0.03953 + 0.0027."""
+    config = tmp_path / "prices.yaml"
+    config.write_text("prices:\n  input_per_mtok: 0.5\n  output_per_mtok: 4\n  judge_input_per_mtok: 10\n"
+                      "  judge_output_per_mtok: 30\n")
+    out = _plan(capsys, "--dataset", str(sample_root), "--simulate", "--config", str(config), "--price-input", "1",
+                "--output-tokens", "500", "--judge-output-tokens", "10")
+    assert _money(out) == {"candidate": (90, 355_443, 45_000, "0.5354"), "judge": (9, 3_953, 90, "0.0422"),
+                           "total": (99, 359_396, 45_090, "0.5777")}
+
+
+def test_without_prices_nothing_about_money_is_printed(sample_root, capsys):
+    out = _plan(capsys, "--dataset", str(sample_root), "--simulate", "--output-tokens", "5")
+    assert _money(out) == {} and "cost" not in out and "output tokens" not in out
+
+
+@pytest.mark.parametrize("flags,said", [
+    (["--price-input", "2"], "--price-input and --price-output (config prices.input_per_mtok, "
+                             "prices.output_per_mtok) go together: give both or neither"),
+    (["--judge-price-input", "2", "--judge-price-output", "3"], "the judge's prices alone give no estimate"),
+    (["--price-input", "-1", "--price-output", "3"], "argument --price-input: expected a price >= 0"),
+])
+def test_half_a_price_pair_is_refused_in_one_line(sample_root, capsys, flags, said):
+    with pytest.raises(SystemExit) if "argument" in said else contextlib.nullcontext():
+        assert main(["--dataset", str(sample_root), "--simulate", *flags]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err

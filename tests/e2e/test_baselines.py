@@ -75,6 +75,7 @@ def test_a_baseline_runs_on_the_same_contract(baselines, kind):
     manifest = read_record(run.run, RunFile)
     assert manifest.config.candidate.kind == kind and manifest.candidate.kind == kind
     assert (manifest.candidate.preset, manifest.candidate.plugin) == ("none", "none")
+    assert manifest.reme_app_config is None  # no ReMe application is opened
     _validate(run)
     assert {r.role for r in requests} == {"qa", "judge"}  # no ingest, no agent, no compression
     assert len([r for r in requests if r.role == "qa"]) == len(manifest.questions)

@@ -1,5 +1,6 @@
 """A fault-free run of the sample dataset through the real flow, CLI and simulator."""
 
+import hashlib
 import json
 
 import pytest
@@ -46,6 +47,7 @@ def test_exit_0_and_every_file_of_the_layout(sample_run):
         "benchmark", "mobilemem", False)
     read_record(run.judge_settings, JudgeSettingsFile)
     assert run.errors.read_text() == "" and run.cleanup_errors.read_text() == ""
+    assert manifest.dataset_revision_status == "declared"  # the sample holds no mobilemem-manifest.json
     assert "user 0: sessions 4/4" in run.log.read_text()
     for user_id in manifest.users:
         user = run.user(user_id)
@@ -69,6 +71,23 @@ def test_exit_0_and_every_file_of_the_layout(sample_run):
         assert judgment.label == "CORRECT" and len(judgment.judgment_fingerprint) == 64
         read_record(q.metrics, MetricsFile)
         assert not q.error.exists()
+
+
+def test_run_json_records_remes_application_configuration_without_credentials(sample_run, simulator):
+    """The planted LLM_API_KEY and EMBEDDING_API_KEY were in ReMe's resolved configuration (its preset
+    reads them from the environment): excluded by name; the simulator's base URL stays."""
+    _, run, _, _ = sample_run
+    recorded = read_record(run.run, RunFile).reme_app_config
+    canonical = json.dumps(recorded.config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert recorded.sha256 == hashlib.sha256(canonical.encode()).hexdigest()
+    assert recorded.config["workspace_dir"] == "<users/UID/workspace>" and recorded.config["plugins"] == ["mobilemem"]
+    for llm in recorded.config["components"]["as_llm"].values():
+        assert llm["credential"] == {"api_key": "<excluded>", "base_url": simulator.base_url}
+        assert llm["max_retries"] == 0
+    assert recorded.config["jobs"]["auto_memory"]["steps"] == [{"backend": "auto_memory_step", "agent_wrapper": "bench"}]
+    assert [(s.job, s.step) for s in recorded.omitted_steps] == [("auto_memory", "auto_tag_step")]
+    text = run.run.read_text()
+    assert API_KEY not in text and "sk-embedding-unused" not in text and str(run.user(0).workspace) not in text
 
 
 def test_summary_and_results_are_a_function_of_the_files(sample_run, capsys):

@@ -3,6 +3,7 @@
     MobilememError
      ├── ConfigError        bad configuration file, key, type or flag
      ├── DatasetError       preflight found problems (carries every one of them)
+     │    └── ManifestMismatch   the dataset folder differs from its mobilemem-manifest.json (one line)
      ├── NotARunDirectory   a path that names no run directory (mobilemem.run_reader)
      ├── DamagedFile        a run-directory file that cannot be trusted (mobilemem.run_reader)
      ├── ReportError        a run directory that cannot be reported (mobilemem_judge.analysis)
@@ -65,6 +66,15 @@ class DatasetError(MobilememError):
         super().__init__("\n".join([header, *self.problems]))
 
 
+class ManifestMismatch(DatasetError):
+    """The dataset folder differs from its manifest of file hashes (`mobilemem.dataset_manifest`), or
+    the manifest cannot be read or written: one line, naming the file."""
+
+    def __init__(self, line: str) -> None:
+        self.problems = [line]
+        MobilememError.__init__(self, line)
+
+
 REDACTED = "[redacted]"
 MAX_REASON_CHARS = 2_000
 
@@ -97,11 +107,16 @@ def register_secret(value: str | None) -> None:
             _known_secrets.add(value)
 
 
+def registered_secrets() -> list[str]:
+    """Every credential `register_secret` was given, longest first (so a secret holding another is
+    replaced whole)."""
+    with _secrets_lock:
+        return sorted(_known_secrets, key=len, reverse=True)
+
+
 def sanitize(text: str) -> str:
     """Return `text` without credentials or base64 payloads, cut to a readable length."""
-    with _secrets_lock:
-        secrets = sorted(_known_secrets, key=len, reverse=True)
-    for secret in secrets:
+    for secret in registered_secrets():
         text = text.replace(secret, REDACTED)
     for pattern, replacement in _SCRUBBERS:
         text = pattern.sub(replacement, text)

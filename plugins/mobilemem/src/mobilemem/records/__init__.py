@@ -26,6 +26,7 @@ from mobilemem.records.config import (
     CandidatePreset,
     JudgePreset,
     DashboardPreset,
+    PricesPreset,
     Config,
 )
 from mobilemem.records.failures import (
@@ -42,10 +43,17 @@ from mobilemem.records.usage import (
 from mobilemem.records.run import (
     PlannedQuestion,
     CandidateProvenance,
+    OmittedStep,
+    ReMeAppConfig,
     ConfigFiles,
     RunRequest,
     RunFile,
     JudgeSettingsFile,
+)
+from mobilemem.records.dataset_manifest import (
+    RevisionStatus,
+    DatasetFileEntry,
+    DatasetManifestFile,
 )
 from mobilemem.records.user import (
     SessionFile,
@@ -89,6 +97,7 @@ from mobilemem.records.question import (
     AttributionFile,
 )
 from mobilemem.records.cache import (
+    CachedFile,
     CachedImage,
     ImageCacheFile,
 )
@@ -113,6 +122,7 @@ __all__ = [
     "CandidatePreset",
     "JudgePreset",
     "DashboardPreset",
+    "PricesPreset",
     "Config",
     "ChunkImage",
     "Retrieval",
@@ -122,11 +132,14 @@ __all__ = [
     "AnswerResponse",
     "AnswerResponseFile",
     "AttributionFile",
+    "CachedFile",
     "CachedImage",
     "CandidateProvenance",
     "CompareFile",
     "ComparedRun",
     "ConfigFiles",
+    "DatasetFileEntry",
+    "DatasetManifestFile",
     "DecidedBy",
     "ErrorFile",
     "ErrorLine",
@@ -159,12 +172,15 @@ __all__ = [
     "PairedScore",
     "PlannedQuestion",
     "QuestionFlip",
+    "ReMeAppConfig",
+    "OmittedStep",
     "RecordBase",
     "RejudgeFile",
     "ResultLine",
     "ReuseFile",
     "ReusedItem",
     "ReusedSummary",
+    "RevisionStatus",
     "RunFile",
     "RunRequest",
     "RunState",

@@ -63,6 +63,17 @@ class DashboardPreset(_Section):
     task_artifacts: bool = False  # one artifact per task run linking the run-directory files it wrote
 
 
+class PricesPreset(_Section):
+    """`plan`'s estimate in money: prices per million tokens, in any one currency; null = no money
+    estimate. The judge's, when null, are the candidate model's. Each pair is set whole or not at
+    all (`plan` refuses half a pair: cli.plan_cost)."""
+
+    input_per_mtok: float | None = Field(default=None, ge=0)
+    output_per_mtok: float | None = Field(default=None, ge=0)
+    judge_input_per_mtok: float | None = Field(default=None, ge=0)
+    judge_output_per_mtok: float | None = Field(default=None, ge=0)
+
+
 class Config(_Section):
     model: str = Field(min_length=1)
     user_concurrency: int = Field(gt=0)
@@ -79,3 +90,4 @@ class Config(_Section):
     candidate: CandidatePreset
     judge: JudgePreset
     dashboard: DashboardPreset = Field(default_factory=DashboardPreset)
+    prices: PricesPreset = Field(default_factory=PricesPreset)  # `plan`: the estimate in money

@@ -10,6 +10,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, fie
 from mobilemem.dataset_records import MAX_USER_ID, SafeId
 from mobilemem.records.base import RunState, RecordBase
 from mobilemem.records.config import Config
+from mobilemem.records.dataset_manifest import RevisionStatus
 
 UserId = Annotated[int, Field(ge=0, le=MAX_USER_ID)]  # ids name folders of the run: an edited run.json is refused
 
@@ -40,6 +41,28 @@ class CandidateProvenance(BaseModel):
     plugin_package: str | None = Field(default=None, description="a candidate plug-in from outside mobilemem: "
                                                                   "its distribution, `name==version`")
     entry_point: str | None = Field(default=None, description="the candidate's entry point (`module:object`)")
+
+
+class OmittedStep(BaseModel):
+    """A step of one of ReMe's default jobs that the run's job of the same name does not run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    job: str
+    step: str = Field(description="the step's backend, as ReMe's default configuration names it")
+    reason: str
+
+
+class ReMeAppConfig(BaseModel):
+    """The ReMe application configuration every user's application is opened with (DESIGN §4):
+    ReMe's own resolution of its preset, the plugin's defaults and the runner's overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    config: dict[str, JsonValue] = Field(description="ReMe's ApplicationConfig as it validated it, credentials "
+                                                     "excluded, the user's workspace a placeholder")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="of `config` as canonical JSON (sorted keys, "
+                                                               "no whitespace, UTF-8)")
+    omitted_steps: list[OmittedStep] = Field(description="the steps of ReMe's default jobs the run's jobs of "
+                                                         "the same names leave out, each with why")
 
 
 class ConfigFiles(BaseModel):
@@ -92,6 +115,10 @@ class RunFile(RecordBase):
                                     "modules and plugin files (lifecycle.provenance.code_digest); null in older runs")
     dataset_path: str
     dataset_revision: str | None
+    dataset_revision_status: RevisionStatus = Field(default="declared", description=(
+        "declared: the revision the runner pins, taken on trust; verified: the dataset folder's "
+        "mobilemem-manifest.json (of that revision) listed every release file and preflight found each "
+        "one as listed (mobilemem.dataset_manifest)"))
     data_sha256: str
     questions_sha256: str
     images_sha256: dict[str, str] = Field(default_factory=dict, description=(
@@ -99,6 +126,9 @@ class RunFile(RecordBase):
         "(mobilemem.dataset_identity); empty in runs made before image hashes were recorded"))
     prompt_sha256: dict[str, str] = Field(description="sha256 of every frozen text the plugin adds")
     candidate: CandidateProvenance | None = None
+    reme_app_config: ReMeAppConfig | None = Field(default=None, description=(
+        "candidate kind reme-image: the ReMe application configuration of every user; null for other kinds "
+        "and in runs made before it was recorded"))
     started_at: AwareDatetime
     finished_at: AwareDatetime | None = None
     flow_run_id: str | None = None
