@@ -74,3 +74,12 @@ def test_the_default_steps_left_out_are_remes_auto_tag_step_with_its_reason():
     [omitted] = recorded_app_config(load_config().candidate).omitted_steps
     assert (omitted.job, omitted.step) == ("auto_memory", "auto_tag_step")
     assert omitted.reason == OMISSION_REASONS["auto_tag_step"] and "no tag index" in omitted.reason
+
+
+def test_each_as_llm_component_is_recorded_as_replaced_by_the_runs_model():
+    """ReMe's preset names its own models in `as_llm`; open_user_app puts the run's model in their place."""
+    record = recorded_app_config(load_config().candidate)
+    names = set(record.config["components"]["as_llm"])
+    assert names >= {"default", "bench", "compressor"}
+    assert set(record.replaced_at_open) == {f"components.as_llm.{name}" for name in names}
+    assert all("config.model" in why for why in record.replaced_at_open.values())

@@ -63,6 +63,9 @@ class ReMeAppConfig(BaseModel):
                                                                "no whitespace, UTF-8)")
     omitted_steps: list[OmittedStep] = Field(description="the steps of ReMe's default jobs the run's jobs of "
                                                          "the same names leave out, each with why")
+    replaced_at_open: dict[str, str] = Field(default_factory=dict, description="config path -> what the runner "
+                                             "puts in its place when it opens the application (the `as_llm` "
+                                             "models: their names and parameters above are ReMe's, never sent)")
 
 
 class ConfigFiles(BaseModel):

@@ -29,6 +29,7 @@ OMISSION_REASONS = {
     "auto_tag_step": "the benchmark preset has no tag index (file_store without tag_index) and no list_tags job: "
                      "the step would fail on every session, and nothing the answer agent uses reads tags",
 }
+REPLACED_MODEL = "the run's candidate model (run.json config.model, sent with the preset config.candidate)"
 UNEXPLAINED = "ReMe's default job runs it; no reason is recorded for leaving it out"
 
 
@@ -68,4 +69,6 @@ def recorded_app_config(preset: CandidatePreset) -> ReMeAppConfig:
     resolved = resolved_app_config(_PROBE, preset)
     config = exclude_credentials(_placeholder(resolved, resolved["workspace_dir"]))
     assert isinstance(config, dict)
-    return ReMeAppConfig(config=config, sha256=canonical_sha256(config), omitted_steps=omitted_steps(config["jobs"]))
+    replaced = {f"components.as_llm.{name}": REPLACED_MODEL for name in config["components"].get("as_llm", {})}
+    return ReMeAppConfig(config=config, sha256=canonical_sha256(config), omitted_steps=omitted_steps(config["jobs"]),
+                         replaced_at_open=replaced)
