@@ -113,23 +113,41 @@ def _plus(a: tuple[int, int], b: tuple[int, int], sign: int = 1) -> tuple[int, i
     return a[0] + sign * b[0], a[1] + sign * b[1]
 
 
-def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, k: int,
-                    m: int) -> tuple[list[str], dict[str, tuple[int, int]]]:
+def _answer_stage(reads: str, m: int, questions: list[int], history: list[int], context_size: int,
+                  ) -> tuple[int, list[int], str]:
+    """The answers' fixed tokens per request, each question's own tokens and the formula, by what the
+    candidate's plug-in declares an answer request carries (`CandidatePlugin.answer_reads`)."""
+    head = f"{m} iterations x ({len(questions):,} questions x ({OVERHEAD_TOKENS:,} overhead"
+    if reads == "retrieved":
+        return (OVERHEAD_TOKENS + RETRIEVED_TOKENS, questions,
+                f"{head} + {RETRIEVED_TOKENS:,} retrieved) + {sum(questions):,} question tokens)")
+    if reads == "nothing":
+        return OVERHEAD_TOKENS, questions, f"{head}) + {sum(questions):,} question tokens)"
+    kept = [min(h, context_size) for h in history]
+    return (OVERHEAD_TOKENS, [q + h for q, h in zip(questions, kept, strict=True)],
+            f"{head}) + {sum(questions):,} question tokens + {sum(kept):,} history tokens: each question's user's "
+            f"transcript text and images, at most context_size {context_size:,})")
+
+
+def _estimate_lines(dataset: Dataset, found: dict[int, UserMatch], rubric: str, k: int, m: int,
+                    reads: str, context_size: int) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """Per stage (memory, answers, judge): its cost next to its formula, then the reused part of it;
     and per role (candidate, judge) the requests and prompt tokens still to send."""
     sessions = [(s, found[u.user_id].source is not None) for u in dataset.users for s in u.sessions]
     jobs = [(q, found[u.user_id]) for u in dataset.users for q in u.questions]
     text = [sum(text_tokens(t.text) for t in s.turns if t.text) for s, _ in sessions]
     images = [sum(image_tokens(dataset.path_of(t.image)) for t in s.turns if t.image) for s, _ in sessions]
+    transcript = iter([a + b for a, b in zip(text, images, strict=True)])
+    per_user = {u.user_id: sum(next(transcript) for _ in u.sessions) for u in dataset.users}
     questions = [text_tokens(q.question) for q, _ in jobs]
+    fixed, answers, answer_formula = _answer_stage(
+        reads, m, questions, [per_user[u.user_id] for u in dataset.users for _ in u.questions], context_size)
     filled = [text_tokens(mobilemem_judge.fill(rubric, dataset.judge_questions[q.question_id], "")) for q, _ in jobs]
     stages = [  # name, requests per unit, fixed tokens per request, each unit's own tokens, reused units, formula
         ("memory", k, OVERHEAD_TOKENS, [a + b for a, b in zip(text, images, strict=True)], [r for _, r in sessions],
          f"{k} iterations x ({len(sessions)} sessions x {OVERHEAD_TOKENS:,} overhead + {sum(text):,} transcript "
          f"text + {sum(images):,} image tokens)"),
-        ("answers", m, OVERHEAD_TOKENS + RETRIEVED_TOKENS, questions, [q.question_id in r.answers for q, r in jobs],
-         f"{m} iterations x ({len(jobs)} questions x ({OVERHEAD_TOKENS:,} overhead + {RETRIEVED_TOKENS:,} "
-         f"retrieved) + {sum(questions):,} question tokens)"),
+        ("answers", m, fixed, answers, [q.question_id in r.answers for q, r in jobs], answer_formula),
         ("judge", 1, ANSWER_TOKENS, filled, [q.question_id in r.judgments for q, r in jobs],
          f"1 request x ({len(jobs)} questions x {ANSWER_TOKENS} assumed answer + {sum(filled):,} tokens of the "
          "rubric filled with question, references and evidence)")]
@@ -216,13 +234,15 @@ def main(argv: list[str]) -> int:
     k = k if declared.requests_per_session is None else declared.requests_per_session
     m = m if declared.requests_per_question is None else declared.requests_per_question
     if config.candidate.kind != DEFAULT_KIND:
-        lines.append(f"candidate {config.candidate.kind}: {k} model requests per session, {m} per question "
-                     "(as its plug-in declares)")
+        lines.append(f"candidate {config.candidate.kind}: {k} model requests per session, {m} per question, "
+                     f"each answer request carrying {declared.answer_reads} besides the question (as its plug-in "
+                     "declares)")
     lines += ["", _count(f"users {len(users)}, ", users, dataset),
               *(_count(f"  user {u.user_id} ({u.language}): ", [u], dataset) for u in users),
               "", "reuse (the first --reuse run holding the same memory fingerprint wins):",
               *(line for u in users for line in _reuse_lines(u, found[u.user_id])), ""]
-    estimate, sent = _estimate_lines(dataset, found, config.judge.rubric, k, m)
+    estimate, sent = _estimate_lines(dataset, found, config.judge.rubric, k, m, declared.answer_reads,
+                                     config.candidate.context_size)
     money = plan_cost.cost_lines(sent, config.prices, args.output_tokens, args.judge_output_tokens)
     print("\n".join([*lines, *estimate, *([""] + money if money else [])]))
     return 0

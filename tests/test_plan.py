@@ -29,6 +29,7 @@ from mobilemem.records import (AnswerResponse, AnswerResponseFile, JobFile, Judg
 from mobilemem.rundir import RunDir, write_record
 from lifecycle import provenance, run_plan, run_setup
 from cli.plan import main
+from plugin_dists import install
 
 NOW = datetime.now(UTC)
 ROW = re.compile(r"^  (memory|answers|judge|  reused|all|reused|to send)\s+(-?[\d,]+) requests\s+(-?[\d,]+) "
@@ -130,6 +131,35 @@ def test_the_estimate_is_the_stated_formula(sample_root, capsys, k, m):
     assert (rows["memory"], rows["answers"], rows["judge"], rows["all"]) == (memory, answers, judge, total)
     assert total[0] == s * k + len(questions) * (m + 1)
     assert rows["reused"] == (0, 0) and rows["to send"] == total
+
+
+READS_HISTORY = """
+from mobilemem.candidate import CandidatePlugin
+
+async def _open(opening):
+    raise AssertionError("plan opens no candidate")
+
+PLUGIN = CandidatePlugin(open=_open, requests_per_session=0, requests_per_question=1, answer_reads="history")
+"""
+
+
+@pytest.mark.parametrize("kind", ["no-memory", "bm25-rag", "whole-history"])
+def test_the_answer_estimate_follows_what_the_plug_in_declares_an_answer_carries(sample_root, capsys, monkeypatch,
+                                                                                  tmp_path, kind):
+    """no-memory: the question alone; bm25-rag: 3,000 retrieved tokens; a plug-in declaring "history": each
+    question's user's whole transcript (text + image tokens), cut at the preset's context_size."""
+    install(monkeypatch, tmp_path / "dist", "mobilemem-whole-history", {"whole_history": READS_HISTORY},
+            {"whole-history": "whole_history:PLUGIN"})
+    raw = _raw(sample_root)
+    rows = _rows(_plan(capsys, "--dataset", str(sample_root), "--simulate", "--candidate", kind))
+    context = load_config().candidate.context_size
+    history = {u: min(raw[u]["text"] + raw[u]["image_tokens"], context) for u in raw}
+    assert 0 < min(history.values())
+    carried = {"no-memory": 0, "bm25-rag": 3_000}
+    answers = sum(2_000 + _tokens(q["question"]) + carried.get(kind, history[u])
+                  for u in raw for q in raw[u]["questions"])
+    assert rows["memory"] == (0, 0)
+    assert rows["answers"] == (sum(len(u["questions"]) for u in raw.values()), answers)
 
 
 def test_plan_writes_nothing_and_contacts_no_server(sample_root, tmp_path, capsys, monkeypatch):

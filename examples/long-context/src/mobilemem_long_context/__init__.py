@@ -15,4 +15,4 @@ async def _open(opening: CandidateOpening) -> Candidate:
 
 
 PLUGIN = CandidatePlugin(open=_open, prompts={MULTIMODAL_TEMPLATE: frozen_text(MULTIMODAL_TEMPLATE)},
-                         requests_per_session=0, requests_per_question=1)
+                         requests_per_session=0, requests_per_question=1, answer_reads="history")

@@ -33,6 +33,6 @@ async def _bm25_rag(opening: CandidateOpening) -> Candidate:
 
 REME_IMAGE = CandidatePlugin(open=_reme_image, prompts=_texts("reme-image"))
 NO_MEMORY = CandidatePlugin(open=_no_memory, prompts=_texts("no-memory"), remembers=False,
-                            requests_per_session=0, requests_per_question=1)
+                            requests_per_session=0, requests_per_question=1, answer_reads="nothing")
 BM25_RAG = CandidatePlugin(open=_bm25_rag, prompts=_texts("bm25-rag"), requests_per_session=0,
                            requests_per_question=1)

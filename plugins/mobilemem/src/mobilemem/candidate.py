@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -92,3 +92,7 @@ class CandidatePlugin:
     # iteration counts (`plan --iterations-per-session/--iterations-per-question`)
     requests_per_session: int | None = None
     requests_per_question: int | None = None
+    # `plan`'s prompt estimate of what each answer request carries besides the question: "retrieved" (the
+    # memory read back, an assumed fixed amount), "history" (the user's whole transcript, up to the preset's
+    # context_size) or "nothing"
+    answer_reads: Literal["retrieved", "history", "nothing"] = "retrieved"
