@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def install(monkeypatch: pytest.MonkeyPatch, folder: Path, name: str, modules: d
     folder.mkdir(parents=True, exist_ok=True)
     for module, source in modules.items():
         (folder / f"{module}.py").write_text(source, encoding="utf-8")
+        sys.modules.pop(module, None)  # another test's module of the same name must not stand in for this one
     info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
@@ -25,4 +27,5 @@ def install(monkeypatch: pytest.MonkeyPatch, folder: Path, name: str, modules: d
     (info / "entry_points.txt").write_text(f"[{candidates.GROUP}]\n{lines}", encoding="utf-8")
     monkeypatch.syspath_prepend(str(folder))
     candidates.plugin.cache_clear()
+    importlib.invalidate_caches()
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
